@@ -1,0 +1,249 @@
+/*
+ * libtaco — compression-aware collectives on NCCL.
+ *
+ * The one public header. Plain C, usable from C and C++, and parsed as-is by the
+ * Python binding (cffi): keep declarations free of macros other than the
+ * integer #defines and the extern "C" guard below.
+ *
+ * Sections: version -> handles -> result codes -> enums -> codecs -> config ->
+ * error queries -> codec operations -> communicators -> collectives.
+ *
+ * Conventions (as in nccl.h): functions return tacoResult_t and never throw,
+ * abort or exit. Device operations are stream-ordered and asynchronous: they
+ * validate arguments on the host, enqueue on `stream` and return. Streams are
+ * CUDA runtime streams (cudaStream_t is `struct CUstream_st*`, the same type as
+ * tacoStream_t); NULL is the legacy default stream.
+ */
+#ifndef TACO_H_
+#define TACO_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- version */
+#define TACO_MAJOR 0
+#define TACO_MINOR 1
+#define TACO_PATCH 0
+/* TACO_VERSION_CODE = MAJOR*10000 + MINOR*100 + PATCH */
+#define TACO_VERSION_CODE 100
+
+/* Library version as MAJOR*10000 + MINOR*100 + PATCH (may differ from the header's). */
+int tacoGetVersion(void);
+
+/* ---------------------------------------------------------------- handles */
+/* A communicator: one rank of a group that runs collectives together. */
+typedef struct tacoComm* tacoComm_t;
+/* A CUDA stream; the same type as the runtime's cudaStream_t. */
+typedef struct CUstream_st* tacoStream_t;
+
+/* ----------------------------------------------------------- result codes */
+typedef enum {
+  tacoSuccess = 0,
+  tacoUnhandledCudaError = 1, /* a CUDA call failed (or no CUDA device) */
+  tacoSystemError = 2,        /* the OS failed us: dlopen, out of host memory */
+  tacoInternalError = 3,      /* a bug in libtaco */
+  tacoInvalidArgument = 4,    /* a bad argument: see tacoGetLastError for which one */
+  tacoInvalidUsage = 5,       /* a valid call at the wrong time (e.g. unbalanced group) */
+  tacoRemoteError = 6,        /* another rank failed or disagreed (consistency check) */
+  tacoNcclError = 7,          /* NCCL returned an error, or is not available */
+  tacoNotSupported = 8,       /* valid, but not supported by this build or codec */
+  tacoOutOfMemory = 9,        /* device or pinned memory allocation failed */
+  tacoNumResults = 10
+} tacoResult_t;
+
+/* ------------------------------------------------------------------ enums */
+typedef enum {
+  tacoFloat32 = 0,
+  tacoFloat16 = 1,
+  tacoBfloat16 = 2,
+  tacoNumDataTypes = 3
+} tacoDataType_t;
+
+typedef enum {
+  tacoSum = 0,
+  tacoNumOps = 1
+} tacoRedOp_t;
+
+/* ----------------------------------------------------------------- codecs */
+/* Stable codec ids; they are written into every compressed buffer (docs/format.md). */
+typedef enum {
+  tacoCodecNone = 0,         /* raw bytes of the input dtype (collectives: plain NCCL) */
+  tacoCodecBf16 = 1,         /* round to bfloat16 (halves fp32; identity for bf16) */
+  tacoCodecTaco = 2,         /* ASH + dual scale, FP8 E4M3 (the TACO paper) */
+  tacoCodecTacoE5M2 = 3,     /* ASH + dual scale, FP8 E5M2 */
+  tacoCodecFp8Block = 4,     /* per-block absmax FP8 E4M3, no rotation (DS alone) */
+  tacoCodecInt8Hadamard = 5, /* Walsh-Hadamard rotation + per-block absmax INT8 */
+  tacoCodecInt8Block = 6,    /* per-block absmax INT8 */
+  tacoCodecInt4Block = 7,    /* per-block absmax INT4: a deliberately lossy control */
+  tacoNumCodecs = 8
+} tacoCodecId_t;
+
+/* A codec and its parameters, passed by value. Obtain one from tacoCodecFind. */
+typedef struct {
+  int id;        /* tacoCodecId_t */
+  int blockSize; /* elements per block: a power of two in [32, 1024]; 0 for codecs without blocks */
+} tacoCodec_t;
+
+/* What a codec is; filled by tacoCodecGetInfo. Strings are static. */
+typedef struct {
+  const char* name;        /* registry name, e.g. "taco" */
+  const char* description; /* one line */
+  int id;                  /* tacoCodecId_t */
+  int blockSize;           /* as in the tacoCodec_t */
+  int codeBits;            /* bits per element on the wire (8, 4, 16; 0 = input width) */
+  int scalesPerBlock;      /* fp32 scales stored per block */
+  int rotated;             /* 1 if a Walsh-Hadamard rotation is applied */
+  int formatVersion;       /* wire format version written in the header */
+} tacoCodecInfo_t;
+
+/* Bytes of the header at the start of every compressed buffer. */
+#define TACO_HEADER_BYTES 16
+/* Smallest and largest block size. */
+#define TACO_MIN_BLOCK 32
+#define TACO_MAX_BLOCK 1024
+/* Most compressed inputs one decompress-accumulate call takes. */
+#define TACO_MAX_ACCUM_INPUTS 64
+
+/* Parse a codec spec: a registry name ("taco", "fp8-block", ...), optionally
+ * followed by ":block=N" (e.g. "taco:block=128"). Unknown names and bad block
+ * sizes are tacoInvalidArgument. */
+tacoResult_t tacoCodecFind(const char* spec, tacoCodec_t* codec);
+/* The codec with this id and block size (0 = the codec's default). */
+tacoResult_t tacoCodecFromId(int id, int blockSize, tacoCodec_t* codec);
+/* Describe a codec. */
+tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info);
+/* Bytes needed to compress `count` elements of `datatype`: a pure function of its
+ * arguments, header included, a multiple of 16. */
+tacoResult_t tacoCompressedSize(tacoCodec_t codec, size_t count, tacoDataType_t datatype, size_t* bytes);
+
+/* ----------------------------------------------------------------- config */
+#define TACO_CONFIG_MAGIC 0x7ac0c0de
+#define TACO_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define TACO_CONFIG_UNDEF_SIZE ((size_t)-1)
+
+/* Communicator configuration. Initialise with TACO_CONFIG_INITIALIZER, then set
+ * what you need; every field left undefined takes its TACO_* environment
+ * variable, else the library default (docs/tuning.md). */
+typedef struct {
+  size_t size;              /* sizeof(tacoConfig_t), set by the initializer */
+  unsigned int magic;       /* TACO_CONFIG_MAGIC */
+  unsigned int version;     /* TACO_VERSION_CODE of the header the caller built with */
+  const char* codec;        /* codec spec (tacoCodecFind); NULL: TACO_CODEC, else "taco" */
+  size_t chunkBytes;        /* pipeline chunk, uncompressed bytes; TACO_CHUNK_BYTES */
+  size_t fallbackBytes;     /* messages smaller than this use plain NCCL; TACO_FALLBACK_BYTES */
+  int pipelineDepth;        /* streams in the chunk pipeline (>= 2); TACO_PIPELINE_DEPTH */
+  int checkConsistency;     /* 1: ranks compare version and codec at creation; TACO_CHECK_CONSISTENCY */
+} tacoConfig_t;
+
+#define TACO_CONFIG_INITIALIZER                                                  \
+  {                                                                              \
+    sizeof(tacoConfig_t), TACO_CONFIG_MAGIC, TACO_VERSION_CODE, NULL,            \
+        TACO_CONFIG_UNDEF_SIZE, TACO_CONFIG_UNDEF_SIZE, TACO_CONFIG_UNDEF_INT,   \
+        TACO_CONFIG_UNDEF_INT                                                    \
+  }
+
+/* ---------------------------------------------------------- error queries */
+/* A static string saying what a result code means. */
+const char* tacoGetErrorString(tacoResult_t result);
+/* The last detailed error message of the calling thread (comm may be NULL), or
+ * of the communicator if one is given and failed since. Never NULL. */
+const char* tacoGetLastError(tacoComm_t comm);
+
+/* ------------------------------------------------------- codec operations */
+/* Compress `count` elements at device pointer `x` into device buffer `out` of
+ * `outBytes` (>= tacoCompressedSize). One fused kernel, enqueued on `stream`. */
+tacoResult_t tacoCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t datatype,
+                          void* out, size_t outBytes, tacoStream_t stream);
+/* Decompress `count` elements from device buffer `in` (`inBytes` long) into `y`. */
+tacoResult_t tacoDecompress(tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
+                            tacoDataType_t datatype, tacoStream_t stream);
+/* y = sum of `nInputs` decompressed inputs (each `inBytes` long, host array of
+ * device pointers) plus the optional exact input `exact` (NULL for none, same
+ * dtype as y; may equal y). Summed in fp32 in a fixed order (docs/codecs.md),
+ * rounded once to `datatype`. One fused kernel. */
+tacoResult_t tacoDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                      size_t inBytes, const void* exact, void* y, size_t count,
+                                      tacoDataType_t datatype, tacoStream_t stream);
+/* The middle of a two-shot AllReduce in one kernel: the sum as in
+ * tacoDecompressAccumulate, compressed into `out` (`outBytes` long); if `y` is
+ * not NULL, also writes the decompression of `out` to `y`. */
+tacoResult_t tacoDecompressReduceCompress(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                          size_t inBytes, const void* exact, void* out, size_t outBytes,
+                                          void* y, size_t count, tacoDataType_t datatype,
+                                          tacoStream_t stream);
+
+/* The same four on host memory, computed on the CPU, bit-identical to the GPU. */
+tacoResult_t tacoHostCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t datatype,
+                              void* out, size_t outBytes);
+tacoResult_t tacoHostDecompress(tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
+                                tacoDataType_t datatype);
+tacoResult_t tacoHostDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                          size_t inBytes, const void* exact, void* y, size_t count,
+                                          tacoDataType_t datatype);
+tacoResult_t tacoHostDecompressReduceCompress(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                              size_t inBytes, const void* exact, void* out,
+                                              size_t outBytes, void* y, size_t count,
+                                              tacoDataType_t datatype);
+
+/* --------------------------------------------------------- communicators */
+#define TACO_UNIQUE_ID_BYTES 128
+/* Opaque, the same bytes as an ncclUniqueId. */
+typedef struct {
+  char internal[TACO_UNIQUE_ID_BYTES];
+} tacoUniqueId;
+
+/* A new unique id (rank 0 creates it and sends it to the others). Needs NCCL. */
+tacoResult_t tacoGetUniqueId(tacoUniqueId* uniqueId);
+/* Create rank `rank` of `nranks` over NCCL, on the current CUDA device.
+ * Collective: every rank calls it. `config` may be NULL. */
+tacoResult_t tacoCommInitRank(tacoComm_t* comm, int nranks, tacoUniqueId uniqueId, int rank,
+                              const tacoConfig_t* config);
+/* Wrap an existing ncclComm_t (passed as void*). libtaco uses but never
+ * destroys it. Collective over that communicator's ranks. */
+tacoResult_t tacoCommFromNccl(tacoComm_t* comm, void* ncclComm, const tacoConfig_t* config);
+/* Create `nranks` communicators that live in this process on the current GPU
+ * (the loopback transport). Drive them from one thread inside
+ * tacoGroupStart/tacoGroupEnd, one call per rank. */
+tacoResult_t tacoCommInitLoopback(tacoComm_t* comms, int nranks, const tacoConfig_t* config);
+/* Wait for the communicator's work, then free it. */
+tacoResult_t tacoCommDestroy(tacoComm_t comm);
+/* Free the communicator without waiting (aborts NCCL work in flight). */
+tacoResult_t tacoCommAbort(tacoComm_t comm);
+tacoResult_t tacoCommCount(tacoComm_t comm, int* count);
+tacoResult_t tacoCommUserRank(tacoComm_t comm, int* rank);
+/* The communicator's resolved configuration (every field defined). The codec
+ * string stays valid as long as the communicator. */
+tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config);
+/* Device workspace bytes the communicator holds (allocated at creation). */
+tacoResult_t tacoCommWorkspaceBytes(tacoComm_t comm, size_t* bytes);
+
+/* ----------------------------------------------------------- collectives */
+/* Group calls: collectives issued between start and end are launched together
+ * at end (required to drive several loopback ranks from one thread). Nest freely. */
+tacoResult_t tacoGroupStart(void);
+tacoResult_t tacoGroupEnd(void);
+
+/* Sum `count` elements across ranks into recvbuff on every rank, compressed
+ * with the communicator's codec (two-shot, docs/collectives.md). In place when
+ * sendbuff == recvbuff. Every rank's output is bit-identical. */
+tacoResult_t tacoAllReduce(const void* sendbuff, void* recvbuff, size_t count, tacoDataType_t datatype,
+                           tacoRedOp_t op, tacoComm_t comm, tacoStream_t stream);
+/* Sum across ranks; rank r receives elements [r*recvcount, (r+1)*recvcount). */
+tacoResult_t tacoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               tacoDataType_t datatype, tacoRedOp_t op, tacoComm_t comm,
+                               tacoStream_t stream);
+/* Gather `sendcount` elements from every rank, in rank order, into recvbuff. */
+tacoResult_t tacoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           tacoDataType_t datatype, tacoComm_t comm, tacoStream_t stream);
+/* Block j of `count` elements of sendbuff goes to rank j, landing at block r of its recvbuff. */
+tacoResult_t tacoAlltoAll(const void* sendbuff, void* recvbuff, size_t count, tacoDataType_t datatype,
+                          tacoComm_t comm, tacoStream_t stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TACO_H_ */

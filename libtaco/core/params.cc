@@ -1,0 +1,89 @@
+#include "core/params.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace taco {
+
+static const ParamDoc kDocs[] = {
+    {"TACO_CODEC", "taco", "codec spec for communicators whose config leaves it unset (name[:block=N])"},
+    {"TACO_CHUNK_BYTES", "67108864", "pipeline chunk, in uncompressed bytes per call (suffixes K, M, G)"},
+    {"TACO_FALLBACK_BYTES", "1048576", "messages smaller than this use the uncompressed NCCL collective"},
+    {"TACO_PIPELINE_DEPTH", "2", "streams (chunks in flight) in the AllReduce pipeline, >= 2"},
+    {"TACO_CHECK_CONSISTENCY", "1", "ranks compare library version and codec when a communicator is created"},
+    {"TACO_CHECK_POINTERS", "1", "device calls verify that pointers are device-accessible"},
+    {"TACO_NCCL_LIBRARY", "libnccl.so.2", "NCCL library to dlopen when no NCCL is loaded in the process"},
+    {"TACO_DEBUG", "", "log level: WARN, INFO or TRACE"},
+};
+
+const ParamDoc* paramDocs(int* count) {
+  *count = (int)(sizeof(kDocs) / sizeof(kDocs[0]));
+  return kDocs;
+}
+
+// Parses "123", "64M", "1G" ...; returns false on malformed input.
+static bool parseSize(const char* s, size_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno != 0 || s[0] == '-') return false;
+  unsigned long long mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1ull << 10, ++end;
+  else if (*end == 'M' || *end == 'm') mul = 1ull << 20, ++end;
+  else if (*end == 'G' || *end == 'g') mul = 1ull << 30, ++end;
+  if (*end != '\0') return false;
+  *out = (size_t)(v * mul);
+  return true;
+}
+
+static size_t sizeParam(const char* name, size_t dflt) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  size_t out;
+  if (!parseSize(v, &out)) {
+    TACO_WARN("%s='%s' is not a size; using %zu", name, v, dflt);
+    return dflt;
+  }
+  return out;
+}
+
+static int intParam(const char* name, int dflt) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  char* end = nullptr;
+  long x = strtol(v, &end, 10);
+  if (end == v || *end != '\0') {
+    TACO_WARN("%s='%s' is not an integer; using %d", name, v, dflt);
+    return dflt;
+  }
+  return (int)x;
+}
+
+static const char* strParam(const char* name, const char* dflt) {
+  const char* v = getenv(name);
+  return (v == nullptr || *v == '\0') ? dflt : v;
+}
+
+const char* debugParam() { return strParam("TACO_DEBUG", ""); }
+
+const EnvParams& envParams() {
+  static const EnvParams params = [] {
+    EnvParams p;
+    p.debug = debugParam();
+    p.codec = strParam("TACO_CODEC", "taco");
+    p.chunkBytes = sizeParam("TACO_CHUNK_BYTES", (size_t)64 << 20);
+    p.fallbackBytes = sizeParam("TACO_FALLBACK_BYTES", (size_t)1 << 20);
+    p.pipelineDepth = intParam("TACO_PIPELINE_DEPTH", 2);
+    p.checkConsistency = intParam("TACO_CHECK_CONSISTENCY", 1);
+    p.checkPointers = intParam("TACO_CHECK_POINTERS", 1);
+    p.ncclLibrary = strParam("TACO_NCCL_LIBRARY", "libnccl.so.2");
+    return p;
+  }();
+  return params;
+}
+
+}  // namespace taco

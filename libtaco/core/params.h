@@ -1,0 +1,34 @@
+// Every TACO_* environment variable, read in one place (params.cc) and cached.
+// docs/tuning.md documents each; `python -m taco info` prints the table.
+#pragma once
+#include <cstddef>
+
+namespace taco {
+
+struct EnvParams {
+  const char* codec;      // TACO_CODEC            default codec spec ("taco")
+  size_t chunkBytes;      // TACO_CHUNK_BYTES      pipeline chunk, uncompressed bytes
+  size_t fallbackBytes;   // TACO_FALLBACK_BYTES   below this, plain NCCL
+  int pipelineDepth;      // TACO_PIPELINE_DEPTH   streams in the chunk pipeline
+  int checkConsistency;   // TACO_CHECK_CONSISTENCY ranks compare version/codec at creation
+  int checkPointers;      // TACO_CHECK_POINTERS   validate device pointers (cudaPointerGetAttributes)
+  const char* ncclLibrary;// TACO_NCCL_LIBRARY     libnccl to dlopen when none is loaded
+  const char* debug;      // TACO_DEBUG            WARN | INFO | TRACE
+};
+
+// The parsed environment, read on first use. Malformed values are reported at
+// WARN and replaced by the default.
+const EnvParams& envParams();
+
+// TACO_DEBUG alone, read without logging (the logger depends on it).
+const char* debugParam();
+
+// One row per variable, for documentation and `taco info`.
+struct ParamDoc {
+  const char* name;
+  const char* defaultValue;
+  const char* meaning;
+};
+const ParamDoc* paramDocs(int* count);
+
+}  // namespace taco
