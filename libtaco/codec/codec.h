@@ -46,11 +46,13 @@ WireLayout wireLayout(tacoCodec_t codec, size_t count, tacoDataType_t dtype);
 
 struct WireHeader {      // little-endian, 16 bytes
   uint32_t magic;        // kWireMagic
-  uint8_t codecId;
+  uint8_t codecId;       // tacoCodecId_t
   uint8_t formatVersion;
-  uint16_t blockSize;
-  uint64_t count;
+  uint8_t log2Block;     // 0 for codecs without blocks
+  uint8_t dtype;         // tacoDataType_t compressed from (the payload's type for none)
+  uint64_t count;        // elements
 };
+static_assert(sizeof(WireHeader) == TACO_HEADER_BYTES, "header is 16 bytes");
 constexpr uint32_t kWireMagic = 0x4f434154u;  // "TACO"
 
 size_t dtypeBytes(tacoDataType_t dtype);

@@ -1,0 +1,255 @@
+// Exported codec entry points: argument checks, then dispatch to libtaco/codec.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "codec/codec.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/params.h"
+
+using namespace taco;
+
+namespace {
+
+tacoResult_t checkDtype(tacoDataType_t dt, const char* op) {
+  TACO_ARG((int)dt >= 0 && (int)dt < tacoNumDataTypes, "%s : datatype %d is not a tacoDataType_t", op, (int)dt);
+  return tacoSuccess;
+}
+
+tacoResult_t checkAligned(const void* p, size_t align, const char* op, const char* arg) {
+  TACO_ARG(((uintptr_t)p % align) == 0, "%s : %s argument %p is not aligned to %zu bytes", op, arg, p, align);
+  return tacoSuccess;
+}
+
+// Device calls take device (or managed) memory only.
+tacoResult_t checkDevicePtr(const void* p, const char* op, const char* arg) {
+  if (!envParams().checkPointers) return tacoSuccess;
+  cudaPointerAttributes attr;
+  cudaError_t e = cudaPointerGetAttributes(&attr, p);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error state
+    return setError(tacoUnhandledCudaError, "%s : cannot query %s argument %p: %s", op, arg, p,
+                    cudaGetErrorString(e));
+  }
+  TACO_ARG(attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged,
+           "%s : %s argument %p is not device memory (use the tacoHost* functions for host memory)", op, arg, p);
+  return tacoSuccess;
+}
+
+struct Call {
+  const char* op;
+  bool device;
+};
+
+tacoResult_t checkData(const Call& c, const void* p, tacoDataType_t dt, const char* arg) {
+  TACO_ARG(p != nullptr, "%s : %s argument is NULL", c.op, arg);
+  TACO_CHECK(checkAligned(p, dtypeBytes(dt), c.op, arg));
+  if (c.device) TACO_CHECK(checkDevicePtr(p, c.op, arg));
+  return tacoSuccess;
+}
+
+tacoResult_t checkWire(const Call& c, const void* p, size_t have, size_t need, const char* arg, const char* sizeArg) {
+  TACO_ARG(p != nullptr, "%s : %s argument is NULL", c.op, arg);
+  TACO_CHECK(checkAligned(p, 4, c.op, arg));
+  TACO_ARG(have >= need, "%s : %s is %zu bytes, but %zu are needed (tacoCompressedSize)", c.op, sizeArg, have, need);
+  if (c.device) TACO_CHECK(checkDevicePtr(p, c.op, arg));
+  return tacoSuccess;
+}
+
+tacoResult_t checkCommon(const Call& c, tacoCodec_t codec, size_t count, tacoDataType_t dt) {
+  TACO_CHECK(codecCheck(codec, c.op));
+  TACO_CHECK(checkDtype(dt, c.op));
+  TACO_ARG(count > 0, "%s : count argument is 0", c.op);
+  return tacoSuccess;
+}
+
+tacoResult_t checkInputs(const Call& c, const void* const* inputs, int nInputs, size_t inBytes, size_t need,
+                         AccumInputs* acc) {
+  TACO_ARG(nInputs >= 0 && nInputs <= TACO_MAX_ACCUM_INPUTS, "%s : nInputs argument %d is not in [0, %d]", c.op,
+           nInputs, TACO_MAX_ACCUM_INPUTS);
+  TACO_ARG(nInputs == 0 || inputs != nullptr, "%s : inputs argument is NULL", c.op);
+  acc->n = nInputs;
+  for (int q = 0; q < nInputs; ++q) {
+    char name[32];
+    snprintf(name, sizeof(name), "inputs[%d]", q);
+    TACO_CHECK(checkWire(c, inputs[q], inBytes, need, name, "inBytes"));
+    acc->ptr[q] = inputs[q];
+  }
+  return tacoSuccess;
+}
+
+tacoResult_t cudaResult(cudaError_t e, const char* op) {
+  if (e == cudaSuccess) return tacoSuccess;
+  return setError(tacoUnhandledCudaError, "%s : kernel launch failed: %s", op, cudaGetErrorString(e));
+}
+
+size_t wireBytes(tacoCodec_t codec, size_t count, tacoDataType_t dt) { return wireLayout(codec, count, dt).totalBytes; }
+
+tacoResult_t compressImpl(const Call& c, tacoCodec_t codec, const void* x, size_t count, tacoDataType_t dt,
+                          void* out, size_t outBytes, tacoStream_t stream) {
+  TACO_CHECK(checkCommon(c, codec, count, dt));
+  TACO_CHECK(checkData(c, x, dt, "x"));
+  TACO_CHECK(checkWire(c, out, outBytes, wireBytes(codec, count, dt), "out", "outBytes"));
+  if (!c.device) return hostCompress(codec, x, count, dt, out);
+  return cudaResult(launchCompress(codec, x, count, dt, out, stream), c.op);
+}
+
+tacoResult_t decompressImpl(const Call& c, tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
+                            tacoDataType_t dt, tacoStream_t stream) {
+  TACO_CHECK(checkCommon(c, codec, count, dt));
+  TACO_CHECK(checkWire(c, in, inBytes, wireBytes(codec, count, dt), "in", "inBytes"));
+  TACO_CHECK(checkData(c, y, dt, "y"));
+  if (!c.device) return hostDecompress(codec, in, y, count, dt);
+  return cudaResult(launchDecompress(codec, in, y, count, dt, stream), c.op);
+}
+
+tacoResult_t accumulateImpl(const Call& c, tacoCodec_t codec, const void* const* inputs, int nInputs, size_t inBytes,
+                            const void* exact, void* out, size_t outBytes, void* y, size_t count, tacoDataType_t dt,
+                            tacoStream_t stream, bool reduceCompress) {
+  TACO_CHECK(checkCommon(c, codec, count, dt));
+  const size_t need = wireBytes(codec, count, dt);
+  AccumInputs acc;
+  TACO_CHECK(checkInputs(c, inputs, nInputs, inBytes, need, &acc));
+  if (exact != nullptr) TACO_CHECK(checkData(c, exact, dt, "exact"));
+  if (reduceCompress) {
+    TACO_CHECK(checkWire(c, out, outBytes, need, "out", "outBytes"));
+    if (y != nullptr) TACO_CHECK(checkData(c, y, dt, "y"));
+    for (int q = 0; q < nInputs; ++q)
+      TACO_ARG(inputs[q] != out, "%s : out argument aliases inputs[%d]", c.op, q);
+  } else {
+    TACO_CHECK(checkData(c, y, dt, "y"));
+  }
+  if (!c.device) {
+    return reduceCompress ? hostDecompressReduceCompress(codec, acc, exact, out, y, count, dt)
+                          : hostDecompressAccumulate(codec, acc, exact, y, count, dt);
+  }
+  cudaError_t e = reduceCompress ? launchDecompressReduceCompress(codec, acc, exact, out, y, count, dt, stream)
+                                 : launchDecompressAccumulate(codec, acc, exact, y, count, dt, stream);
+  return cudaResult(e, c.op);
+}
+
+}  // namespace
+
+extern "C" {
+
+TACO_API tacoResult_t tacoCodecFromId(int id, int blockSize, tacoCodec_t* codec) {
+  TACO_ARG(codec != nullptr, "CodecFromId : codec argument is NULL");
+  const CodecDesc* d = codecById(id);
+  TACO_ARG(d != nullptr, "CodecFromId : id argument %d is not a known codec (0..%d)", id, tacoNumCodecs - 1);
+  tacoCodec_t c;
+  c.id = id;
+  c.blockSize = (blockSize == 0) ? d->defaultBlock : blockSize;
+  TACO_CHECK(codecCheck(c, "CodecFromId"));
+  *codec = c;
+  return tacoSuccess;
+}
+
+TACO_API tacoResult_t tacoCodecFind(const char* spec, tacoCodec_t* codec) {
+  TACO_ARG(spec != nullptr, "CodecFind : spec argument is NULL");
+  TACO_ARG(codec != nullptr, "CodecFind : codec argument is NULL");
+  char name[64];
+  const char* colon = strchr(spec, ':');
+  size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+  TACO_ARG(len > 0 && len < sizeof(name), "CodecFind : spec argument '%s' has no codec name", spec);
+  memcpy(name, spec, len);
+  name[len] = '\0';
+  const CodecDesc* d = codecByName(name);
+  TACO_ARG(d != nullptr,
+           "CodecFind : spec argument '%s': unknown codec '%s' (known: none, bf16, taco, taco-e5m2, fp8-block, "
+           "int8-hadamard, int8-block, int4-block)",
+           spec, name);
+  int block = 0;
+  if (colon != nullptr) {
+    const char* p = colon + 1;
+    TACO_ARG(strncmp(p, "block=", 6) == 0, "CodecFind : spec argument '%s': expected ':block=N' after the name", spec);
+    char* end = nullptr;
+    long b = strtol(p + 6, &end, 10);
+    TACO_ARG(end != p + 6 && *end == '\0' && b > 0 && b <= 1 << 20,
+             "CodecFind : spec argument '%s': block size is not a positive integer", spec);
+    TACO_ARG(d->blocked, "CodecFind : spec argument '%s': codec '%s' has no block size", spec, d->name);
+    block = (int)b;
+  }
+  tacoCodec_t c;
+  c.id = d->id;
+  c.blockSize = block == 0 ? d->defaultBlock : block;
+  TACO_CHECK(codecCheck(c, "CodecFind"));
+  *codec = c;
+  return tacoSuccess;
+}
+
+TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info) {
+  TACO_ARG(info != nullptr, "CodecGetInfo : info argument is NULL");
+  TACO_CHECK(codecCheck(codec, "CodecGetInfo"));
+  const CodecDesc* d = codecById(codec.id);
+  info->name = d->name;
+  info->description = d->description;
+  info->id = d->id;
+  info->blockSize = codec.blockSize;
+  info->codeBits = d->format == kFmtRaw ? 0 : d->format == kFmtBf16 ? 16 : d->format == kFmtInt4 ? 4 : 8;
+  info->scalesPerBlock = d->blocked ? (d->adaptive ? 2 : 1) : 0;
+  info->rotated = d->rotate ? 1 : 0;
+  info->formatVersion = d->formatVersion;
+  return tacoSuccess;
+}
+
+TACO_API tacoResult_t tacoCompressedSize(tacoCodec_t codec, size_t count, tacoDataType_t datatype, size_t* bytes) {
+  TACO_ARG(bytes != nullptr, "CompressedSize : bytes argument is NULL");
+  TACO_CHECK(codecCheck(codec, "CompressedSize"));
+  TACO_CHECK(checkDtype(datatype, "CompressedSize"));
+  *bytes = wireBytes(codec, count, datatype);
+  return tacoSuccess;
+}
+
+TACO_API tacoResult_t tacoCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t datatype, void* out,
+                                   size_t outBytes, tacoStream_t stream) {
+  return compressImpl({"Compress", true}, codec, x, count, datatype, out, outBytes, stream);
+}
+
+TACO_API tacoResult_t tacoDecompress(tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
+                                     tacoDataType_t datatype, tacoStream_t stream) {
+  return decompressImpl({"Decompress", true}, codec, in, inBytes, y, count, datatype, stream);
+}
+
+TACO_API tacoResult_t tacoDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                               size_t inBytes, const void* exact, void* y, size_t count,
+                                               tacoDataType_t datatype, tacoStream_t stream) {
+  return accumulateImpl({"DecompressAccumulate", true}, codec, inputs, nInputs, inBytes, exact, nullptr, 0, y, count,
+                        datatype, stream, false);
+}
+
+TACO_API tacoResult_t tacoDecompressReduceCompress(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                                   size_t inBytes, const void* exact, void* out, size_t outBytes,
+                                                   void* y, size_t count, tacoDataType_t datatype,
+                                                   tacoStream_t stream) {
+  return accumulateImpl({"DecompressReduceCompress", true}, codec, inputs, nInputs, inBytes, exact, out, outBytes, y,
+                        count, datatype, stream, true);
+}
+
+TACO_API tacoResult_t tacoHostCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t datatype,
+                                       void* out, size_t outBytes) {
+  return compressImpl({"HostCompress", false}, codec, x, count, datatype, out, outBytes, nullptr);
+}
+
+TACO_API tacoResult_t tacoHostDecompress(tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
+                                         tacoDataType_t datatype) {
+  return decompressImpl({"HostDecompress", false}, codec, in, inBytes, y, count, datatype, nullptr);
+}
+
+TACO_API tacoResult_t tacoHostDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                                   size_t inBytes, const void* exact, void* y, size_t count,
+                                                   tacoDataType_t datatype) {
+  return accumulateImpl({"HostDecompressAccumulate", false}, codec, inputs, nInputs, inBytes, exact, nullptr, 0, y,
+                        count, datatype, nullptr, false);
+}
+
+TACO_API tacoResult_t tacoHostDecompressReduceCompress(tacoCodec_t codec, const void* const* inputs, int nInputs,
+                                                       size_t inBytes, const void* exact, void* out, size_t outBytes,
+                                                       void* y, size_t count, tacoDataType_t datatype) {
+  return accumulateImpl({"HostDecompressReduceCompress", false}, codec, inputs, nInputs, inBytes, exact, out, outBytes,
+                        y, count, datatype, nullptr, true);
+}
+
+}  // extern "C"

@@ -1,0 +1,143 @@
+// Per-block codec math shared by the GPU kernels and the CPU twin
+// (__host__ __device__), and mirrored line by line by python/taco/reference.py.
+//
+// Bit-exactness between GPU, CPU and numpy rests on three rules:
+//  1. every operation is a single IEEE-rounded fp32/fp64 operation (no FMA
+//     contraction: nvcc -fmad=false, host -ffp-contract=off);
+//  2. every reduction is order-free: max is exact, and the block energy is an
+//     int64 sum of truncated fixed-point squares, so any thread mapping gives the
+//     same bits;
+//  3. the Walsh-Hadamard butterflies run in one fixed order (stride 1, 2, 4, ...),
+//     and an order of butterflies is all the FWHT's rounding depends on.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#include "codec/codec.h"
+
+#define TACO_HD __host__ __device__ __forceinline__
+
+namespace taco {
+namespace blockmath {
+
+// ASH target RMS (the paper's tau) and the energy floor (its epsilon). With
+// sigma >= sqrt(kEps) = 1e-30 the pre-rotation scale alpha stays below 1e30, so
+// alpha*x neither overflows nor flushes (docs/codecs.md).
+constexpr double kTau = 1.0;
+constexpr double kEps = 1e-60;
+constexpr uint32_t kCanonicalNaN = 0x7fc00000u;
+
+TACO_HD float canonicalNaN() {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(kCanonicalNaN);
+#else
+  union { uint32_t u; float f; } c{kCanonicalNaN};
+  return c.f;
+#endif
+}
+
+// Largest code magnitude of each format.
+TACO_HD float formatMax(CodeFormat f) {
+  switch (f) {
+    case kFmtE4M3: return 448.0f;
+    case kFmtE5M2: return 57344.0f;
+    case kFmtInt8: return 127.0f;
+    case kFmtInt4: return 7.0f;
+    default: return 1.0f;
+  }
+}
+
+// The code written for every element of a block that held NaN or Inf.
+TACO_HD uint8_t formatNaNCode(CodeFormat f) {
+  return (f == kFmtE4M3 || f == kFmtE5M2) ? (uint8_t)0x7f : (uint8_t)0;
+}
+
+// v is already scaled into the format's range (and finite).
+TACO_HD uint8_t encode(float v, CodeFormat f) {
+  switch (f) {
+    case kFmtE4M3: return (uint8_t)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+    case kFmtE5M2: return (uint8_t)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2);
+    case kFmtInt8:
+    case kFmtInt4: {
+      const float lim = formatMax(f);
+      float r = rintf(v);  // round half to even
+      r = r > lim ? lim : (r < -lim ? -lim : r);
+      return (uint8_t)(int8_t)(int)r;  // int4 keeps the low nibble
+    }
+    default: return 0;
+  }
+}
+
+TACO_HD float decode(uint8_t c, CodeFormat f) {
+  switch (f) {
+    case kFmtE4M3: return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E4M3)));
+    case kFmtE5M2: return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E5M2)));
+    case kFmtInt8: return (float)(int8_t)c;
+    case kFmtInt4: return (float)(int8_t)(uint8_t)(c << 4) / 16.0f;  // sign-extend the low nibble
+    default: return 0.0f;
+  }
+}
+
+// |x| with NaN mapped to +inf, so that max() is exact and NaN-safe.
+TACO_HD float magnitude(float x) {
+  float a = fabsf(x);
+  return (a != a) ? INFINITY : a;
+}
+TACO_HD float fmax2(float a, float b) { return a > b ? a : b; }
+TACO_HD bool isFiniteMag(float m) { return m <= FLT_MAX; }
+
+// Energy in fixed point: with m = max|x| = f * 2^E (f in [0.5, 1)), each
+// (x * 2^(26-E))^2 < 2^52 is exact in fp64 and truncated to int64; a block's
+// sum (<= 1024 * 2^52) fits in int64 and is independent of summation order.
+TACO_HD int blockExponent(float m) {
+  int e = 0;
+  frexpf(m, &e);
+  return e;
+}
+TACO_HD double energyScale(int e) { return ldexp(1.0, 26 - e); }
+TACO_HD long long energyTerm(float x, double k) {
+  double v = (double)x * k;
+  return (long long)(v * v);
+}
+
+// alpha = tau / sqrt(mean(x^2) + eps), from the fixed-point energy.
+TACO_HD float adaptiveAlpha(long long energy, int e, int log2B) {
+  double meanSq = ldexp((double)energy, 2 * e - 52 - log2B);
+  double sigma = sqrt(meanSq + kEps);
+  return (float)(kTau / sigma);
+}
+
+// Scales of one block from m = max|Z'| (Z' the unnormalised rotation, or the
+// input itself without rotation). c = 1/sqrt(B) with rotation, else 1.
+struct QuantScales {
+  float s;    // stored post-rotation scale: max|Z| / Qmax
+  float inv;  // multiplier taking Z' into code range
+};
+TACO_HD QuantScales quantScales(float m, float c, CodeFormat f) {
+  const float q = formatMax(f);
+  QuantScales r;
+  r.s = (m * c) / q;
+  r.inv = m > 0.0f ? q / m : 0.0f;
+  return r;
+}
+
+// Per-element decode multiplier: code * d, then (with rotation) FWHT.
+TACO_HD float decodeScale(float s, float alpha, float c) { return (s * c) / alpha; }
+
+// Element conversions.
+template <typename T> TACO_HD float toFloat(T v);
+template <> TACO_HD float toFloat<float>(float v) { return v; }
+template <> TACO_HD float toFloat<__half>(__half v) { return __half2float(v); }
+template <> TACO_HD float toFloat<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> TACO_HD T fromFloat(float v);
+template <> TACO_HD float fromFloat<float>(float v) { return v; }
+template <> TACO_HD __half fromFloat<__half>(float v) { return __float2half_rn(v); }
+template <> TACO_HD __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+}  // namespace blockmath
+}  // namespace taco

@@ -1,0 +1,245 @@
+// The CPU twin of kernels.cu: the same per-block math (block_math.h), one
+// block at a time, in plain loops. Bit-identical to the GPU because every
+// reduction in the math is order-free and the butterflies run in the same order.
+#include <cstring>
+#include <vector>
+
+#include "codec/block_math.h"
+#include "codec/codec.h"
+#include "core/check.h"
+
+namespace taco {
+namespace {
+
+using namespace blockmath;
+
+struct HostCodec {
+  const CodecDesc* d;
+  int B, log2B;
+  float c;
+};
+
+HostCodec hostCodec(tacoCodec_t codec) {
+  HostCodec h;
+  h.d = codecById(codec.id);
+  h.B = h.d->blocked ? codec.blockSize : 1;
+  h.log2B = 0;
+  while ((1 << h.log2B) < h.B) ++h.log2B;
+  h.c = h.d->rotate ? (float)(1.0 / sqrt((double)codec.blockSize)) : 1.0f;
+  return h;
+}
+
+float loadElem(const void* p, tacoDataType_t dt, size_t i) {
+  switch (dt) {
+    case tacoFloat32: return static_cast<const float*>(p)[i];
+    case tacoFloat16: return toFloat<__half>(static_cast<const __half*>(p)[i]);
+    default: return toFloat<__nv_bfloat16>(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+}
+
+void storeElem(void* p, tacoDataType_t dt, size_t i, float v) {
+  switch (dt) {
+    case tacoFloat32: static_cast<float*>(p)[i] = v; break;
+    case tacoFloat16: static_cast<__half*>(p)[i] = fromFloat<__half>(v); break;
+    default: static_cast<__nv_bfloat16*>(p)[i] = fromFloat<__nv_bfloat16>(v); break;
+  }
+}
+
+void fwhtHost(float* v, int B) {
+  for (int h = 1; h < B; h <<= 1)
+    for (int i = 0; i < B; ++i)
+      if (!(i & h)) {
+        float a = v[i], b = v[i + h];
+        v[i] = a + b;
+        v[i + h] = a - b;
+      }
+}
+
+void writeHeader(uint8_t* out, tacoCodec_t codec, const HostCodec& h, size_t count, tacoDataType_t dt) {
+  WireHeader hd;
+  hd.magic = kWireMagic;
+  hd.codecId = (uint8_t)codec.id;
+  hd.formatVersion = (uint8_t)h.d->formatVersion;
+  hd.log2Block = (uint8_t)(h.d->blocked ? h.log2B : 0);
+  hd.dtype = (uint8_t)dt;
+  hd.count = count;
+  memcpy(out, &hd, sizeof(hd));
+}
+
+tacoResult_t checkHeader(const uint8_t* in, int q, tacoCodec_t codec, const HostCodec& h, size_t count,
+                         tacoDataType_t dt, const char* op) {
+  WireHeader hd;
+  memcpy(&hd, in, sizeof(hd));
+  TACO_ARG(hd.magic == kWireMagic, "%s : input %d is not a libtaco buffer (bad magic 0x%08x)", op, q, hd.magic);
+  TACO_ARG(hd.codecId == codec.id, "%s : input %d was compressed with codec id %d, not %d", op, q, hd.codecId,
+           codec.id);
+  TACO_ARG(hd.formatVersion == h.d->formatVersion, "%s : input %d has wire format version %d, expected %d", op,
+           q, hd.formatVersion, h.d->formatVersion);
+  TACO_ARG(hd.log2Block == (h.d->blocked ? h.log2B : 0), "%s : input %d has block size %d, expected %d", op, q,
+           1 << hd.log2Block, h.B);
+  TACO_ARG(hd.count == count, "%s : input %d holds %llu elements, count is %zu", op, q,
+           (unsigned long long)hd.count, count);
+  TACO_ARG(h.d->format != kFmtRaw || hd.dtype == dt,
+           "%s : input %d of codec 'none' holds datatype %d, but datatype is %d", op, q, hd.dtype, (int)dt);
+  return tacoSuccess;
+}
+
+// Compresses one block v[0..B) (destroyed) into codes/scales of block `blk`;
+// leaves the decoded codes in v and returns the decode multiplier.
+float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales, size_t blk) {
+  const int B = h.B;
+  const CodeFormat f = h.d->format;
+  float m0 = 0.0f;
+  for (int i = 0; i < B; ++i) m0 = fmax2(m0, magnitude(v[i]));
+  const bool bad = !isFiniteMag(m0);
+  float alpha = 1.0f;
+  QuantScales qs{0.0f, 0.0f};
+  if (!bad) {
+    if (h.d->adaptive) {
+      const int e = blockExponent(m0);
+      const double ks = energyScale(e);
+      long long S = 0;
+      for (int i = 0; i < B; ++i) S += energyTerm(v[i], ks);
+      alpha = adaptiveAlpha(S, e, h.log2B);
+      for (int i = 0; i < B; ++i) v[i] *= alpha;
+    }
+    float m = m0;
+    if (h.d->rotate) {
+      fwhtHost(v, B);
+      m = 0.0f;
+      for (int i = 0; i < B; ++i) m = fmax2(m, magnitude(v[i]));
+    }
+    qs = quantScales(m, h.c, f);
+  } else {
+    qs.s = canonicalNaN();
+    alpha = canonicalNaN();
+  }
+  const bool nib = f == kFmtInt4;
+  uint8_t* bc = codes + blk * (nib ? B / 2 : B);
+  for (int i = 0; i < B; ++i) {
+    uint8_t c = bad ? formatNaNCode(f) : encode(v[i] * qs.inv, f);
+    v[i] = decode(nib ? (uint8_t)(c & 0xf) : c, f);
+    if (!nib) bc[i] = c;
+    else if (i % 2 == 0) bc[i / 2] = (uint8_t)(c & 0xf);
+    else bc[i / 2] = (uint8_t)(bc[i / 2] | (c << 4));
+  }
+  if (h.d->adaptive) {
+    scales[2 * blk] = alpha;
+    scales[2 * blk + 1] = qs.s;
+  } else {
+    scales[blk] = qs.s;
+  }
+  return decodeScale(qs.s, alpha, h.c);
+}
+
+// v[0..B) = sum over inputs of code * d (in input order), then the rotation.
+void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout& w, size_t blk, float* v) {
+  const int B = h.B;
+  const CodeFormat f = h.d->format;
+  const bool nib = f == kFmtInt4;
+  for (int i = 0; i < B; ++i) v[i] = 0.0f;
+  for (int q = 0; q < in.n; ++q) {
+    const uint8_t* base = static_cast<const uint8_t*>(in.ptr[q]);
+    const float* sc = reinterpret_cast<const float*>(base + w.scalesOffset);
+    const float d = h.d->adaptive ? decodeScale(sc[2 * blk + 1], sc[2 * blk], h.c) : decodeScale(sc[blk], 1.0f, h.c);
+    const uint8_t* bc = base + w.codesOffset + blk * (nib ? B / 2 : B);
+    for (int i = 0; i < B; ++i) {
+      uint8_t c = nib ? (uint8_t)((bc[i / 2] >> (4 * (i & 1))) & 0xf) : bc[i];
+      float x = decode(c, f) * d;
+      v[i] = q == 0 ? x : v[i] + x;
+    }
+  }
+  if (h.d->rotate) fwhtHost(v, B);
+}
+
+// Elementwise codecs: the wire element is bf16 (codec bf16) or the dtype itself (none).
+float loadWireElem(const HostCodec& h, const uint8_t* payload, tacoDataType_t dt, size_t i) {
+  return loadElem(payload, h.d->format == kFmtBf16 ? tacoBfloat16 : dt, i);
+}
+float storeWireElem(const HostCodec& h, uint8_t* payload, tacoDataType_t dt, size_t i, float v) {
+  const tacoDataType_t wt = h.d->format == kFmtBf16 ? tacoBfloat16 : dt;
+  storeElem(payload, wt, i, v);
+  return loadElem(payload, wt, i);
+}
+
+// The one routine behind all four host entry points: optional accumulation of
+// inputs (+ exact), then optional compression into `out`, then optional output y.
+tacoResult_t run(tacoCodec_t codec, const AccumInputs* in, const void* x, void* out, void* y, size_t count,
+                 tacoDataType_t dt, const char* op) {
+  const HostCodec h = hostCodec(codec);
+  const WireLayout w = wireLayout(codec, count, dt);
+  if (in != nullptr)
+    for (int q = 0; q < in->n; ++q)
+      TACO_CHECK(checkHeader(static_cast<const uint8_t*>(in->ptr[q]), q, codec, h, count, dt, op));
+  uint8_t* o = static_cast<uint8_t*>(out);
+  if (o != nullptr) {
+    memset(o, 0, w.totalBytes);
+    writeHeader(o, codec, h, count, dt);
+  }
+  if (!h.d->blocked) {
+    for (size_t i = 0; i < count; ++i) {
+      float v;
+      if (in == nullptr) {
+        v = loadElem(x, dt, i);
+      } else {
+        v = 0.0f;
+        for (int q = 0; q < in->n; ++q) {
+          float d = loadWireElem(h, static_cast<const uint8_t*>(in->ptr[q]) + w.codesOffset, dt, i);
+          v = q == 0 ? d : v + d;
+        }
+        if (x != nullptr) v = v + loadElem(x, dt, i);
+      }
+      if (o != nullptr) v = storeWireElem(h, o + w.codesOffset, dt, i, v);
+      if (y != nullptr) storeElem(y, dt, i, v);
+    }
+    return tacoSuccess;
+  }
+  const int B = h.B;
+  std::vector<float> v((size_t)B);
+  for (size_t blk = 0; blk < w.nBlocks; ++blk) {
+    const size_t b0 = blk * (size_t)B;
+    const int n = (int)(count - b0 < (size_t)B ? count - b0 : (size_t)B);
+    if (in == nullptr) {
+      for (int i = 0; i < B; ++i) v[i] = i < n ? loadElem(x, dt, b0 + i) : 0.0f;
+    } else {
+      accumulateBlock(h, *in, w, blk, v.data());
+      // The padding of the last block gets + 0.0f too, as on the GPU (signed zeros).
+      if (x != nullptr)
+        for (int i = 0; i < B; ++i) v[i] = v[i] + (i < n ? loadElem(x, dt, b0 + i) : 0.0f);
+    }
+    if (o != nullptr) {
+      float d = compressBlock(h, v.data(), o + w.codesOffset, reinterpret_cast<float*>(o + w.scalesOffset), blk);
+      if (y == nullptr) continue;
+      for (int i = 0; i < B; ++i) v[i] = v[i] * d;
+      if (h.d->rotate) fwhtHost(v.data(), B);
+    }
+    if (y != nullptr)
+      for (int i = 0; i < n; ++i) storeElem(y, dt, b0 + i, v[i]);
+  }
+  return tacoSuccess;
+}
+
+}  // namespace
+
+tacoResult_t hostCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t dtype, void* out) {
+  return run(codec, nullptr, x, out, nullptr, count, dtype, "HostCompress");
+}
+
+tacoResult_t hostDecompress(tacoCodec_t codec, const void* in, void* y, size_t count, tacoDataType_t dtype) {
+  AccumInputs a;
+  a.n = 1;
+  a.ptr[0] = in;
+  return run(codec, &a, nullptr, nullptr, y, count, dtype, "HostDecompress");
+}
+
+tacoResult_t hostDecompressAccumulate(tacoCodec_t codec, const AccumInputs& in, const void* exact, void* y,
+                                      size_t count, tacoDataType_t dtype) {
+  return run(codec, &in, exact, nullptr, y, count, dtype, "HostDecompressAccumulate");
+}
+
+tacoResult_t hostDecompressReduceCompress(tacoCodec_t codec, const AccumInputs& in, const void* exact, void* out,
+                                          void* y, size_t count, tacoDataType_t dtype) {
+  return run(codec, &in, exact, out, y, count, dtype, "HostDecompressReduceCompress");
+}
+
+}  // namespace taco

@@ -1,0 +1,73 @@
+// The codec registry: names, stable ids, parameters and the wire layout.
+#include <cstring>
+
+#include "codec/codec.h"
+#include "core/check.h"
+
+namespace taco {
+
+static const CodecDesc kCodecs[] = {
+    {tacoCodecNone, "none", "raw input bytes (collectives: plain NCCL)", kFmtRaw, false, false, false, 0, 1},
+    {tacoCodecBf16, "bf16", "round to bfloat16", kFmtBf16, false, false, false, 0, 1},
+    {tacoCodecTaco, "taco", "ASH (adaptive scale + Walsh-Hadamard) + dual scale, FP8 E4M3", kFmtE4M3, true,
+     true, true, 256, 1},
+    {tacoCodecTacoE5M2, "taco-e5m2", "ASH + dual scale, FP8 E5M2", kFmtE5M2, true, true, true, 256, 1},
+    {tacoCodecFp8Block, "fp8-block", "per-block absmax FP8 E4M3 (dual scale alone, no rotation)", kFmtE4M3,
+     true, false, false, 256, 1},
+    {tacoCodecInt8Hadamard, "int8-hadamard", "Walsh-Hadamard rotation + per-block absmax INT8", kFmtInt8, true,
+     true, false, 256, 1},
+    {tacoCodecInt8Block, "int8-block", "per-block absmax INT8", kFmtInt8, true, false, false, 256, 1},
+    {tacoCodecInt4Block, "int4-block", "per-block absmax INT4 (a deliberately lossy control)", kFmtInt4, true,
+     false, false, 32, 1},
+};
+static_assert(sizeof(kCodecs) / sizeof(kCodecs[0]) == tacoNumCodecs, "one registry entry per codec id");
+
+const CodecDesc* codecById(int id) {
+  if (id < 0 || id >= tacoNumCodecs) return nullptr;
+  return &kCodecs[id];
+}
+
+const CodecDesc* codecByName(const char* n) {
+  if (n == nullptr) return nullptr;
+  for (const CodecDesc& c : kCodecs)
+    if (strcmp(c.name, n) == 0) return &c;
+  return nullptr;
+}
+
+tacoResult_t codecCheck(tacoCodec_t codec, const char* what) {
+  const CodecDesc* d = codecById(codec.id);
+  TACO_ARG(d != nullptr, "%s : codec id %d is not a known codec (0..%d)", what, codec.id, tacoNumCodecs - 1);
+  if (!d->blocked) {
+    TACO_ARG(codec.blockSize == 0, "%s : codec '%s' has no blocks, but blockSize is %d", what, d->name,
+             codec.blockSize);
+    return tacoSuccess;
+  }
+  const int b = codec.blockSize;
+  TACO_ARG(b >= TACO_MIN_BLOCK && b <= TACO_MAX_BLOCK && (b & (b - 1)) == 0,
+           "%s : block size %d of codec '%s' is not a power of two in [%d, %d]", what, b, d->name,
+           TACO_MIN_BLOCK, TACO_MAX_BLOCK);
+  return tacoSuccess;
+}
+
+size_t dtypeBytes(tacoDataType_t dtype) { return dtype == tacoFloat32 ? 4 : 2; }
+
+static size_t roundUp16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+WireLayout wireLayout(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
+  const CodecDesc* d = codecById(codec.id);
+  WireLayout w{};
+  w.codesOffset = TACO_HEADER_BYTES;
+  if (!d->blocked) {
+    w.codesBytes = count * (d->format == kFmtBf16 ? 2 : dtypeBytes(dtype));
+  } else {
+    const size_t B = (size_t)codec.blockSize;
+    w.nBlocks = (count + B - 1) / B;
+    w.codesBytes = w.nBlocks * (d->format == kFmtInt4 ? B / 2 : B);
+  }
+  w.scalesOffset = w.codesOffset + roundUp16(w.codesBytes);
+  w.scalesBytes = w.nBlocks * (d->adaptive ? 8 : 4);
+  w.totalBytes = w.scalesOffset + roundUp16(w.scalesBytes);
+  return w;
+}
+
+}  // namespace taco

@@ -1,0 +1,311 @@
+"""The executable specification of libtaco's codecs (numpy + ml_dtypes).
+
+The C host twin and the CUDA kernels match this file bit for bit on FP8/INT
+codes, scales and decompressed values (NaN payload bits excepted: every NaN
+the library writes is the canonical 0x7fc00000 for scales and 0x7f for FP8
+codes; non-finite outputs are compared as NaN). See docs/codecs.md for the
+math and docs/format.md for the wire layout.
+
+Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
+
+    m0    = max |x|                         (NaN counts as +inf)
+    bad   = m0 is not finite                -> scales NaN, codes = NaN code
+    ASH:  E = frexp(m0).exponent;  S = sum(trunc((x * 2^(26-E))^2)) as int64
+          alpha = float32(tau / sqrt(S * 2^(2E-52) / B + eps))     (fp64)
+          x = x * alpha
+    rot:  Z' = FWHT(x) with butterflies in ascending stride (unnormalised)
+    m     = max |Z'|;  c = 1/sqrt(B) (rotation) else 1
+    s     = (m * c) / Qmax;  inv = Qmax / m  (0 if m == 0)
+    q     = encode(Z' * inv)                (FP8 satfinite RNE; INT round-half-even)
+    decode: d = (s * c) / alpha;  W = decode(q) * d;  y = FWHT(W) (rotation) else W
+
+Accumulation of k compressed inputs plus an optional exact input, in order:
+R = W_0 + W_1 + ... (in the rotated domain), then y = FWHT(R) + exact.
+"""
+from __future__ import annotations
+
+import struct
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "CODECS", "codec_params", "block_size", "compressed_size",
+    "compress", "decompress", "decompress_accumulate", "decompress_reduce_compress",
+]
+
+TAU = 1.0
+EPS = 1e-60
+MAGIC = 0x4F434154
+HEADER_BYTES = 16
+CANONICAL_NAN = np.uint32(0x7FC00000).view(np.float32)
+
+# name -> (id, format, blocked, rotate, adaptive, default block, format version)
+CODECS = {
+    "none": (0, "raw", False, False, False, 0, 1),
+    "bf16": (1, "bf16", False, False, False, 0, 1),
+    "taco": (2, "e4m3", True, True, True, 256, 1),
+    "taco-e5m2": (3, "e5m2", True, True, True, 256, 1),
+    "fp8-block": (4, "e4m3", True, False, False, 256, 1),
+    "int8-hadamard": (5, "int8", True, True, False, 256, 1),
+    "int8-block": (6, "int8", True, False, False, 256, 1),
+    "int4-block": (7, "int4", True, False, False, 32, 1),
+}
+_QMAX = {"e4m3": 448.0, "e5m2": 57344.0, "int8": 127.0, "int4": 7.0}
+_NAN_CODE = {"e4m3": 0x7F, "e5m2": 0x7F, "int8": 0, "int4": 0}
+_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(ml_dtypes.bfloat16): 2}
+
+
+class _Codec:
+    def __init__(self, spec: str, block: int | None):
+        name, _, rest = spec.partition(":")
+        if name not in CODECS:
+            raise ValueError(f"codec argument {spec!r}: unknown codec {name!r}")
+        if rest:
+            if not rest.startswith("block="):
+                raise ValueError(f"codec argument {spec!r}: expected ':block=N'")
+            block = int(rest[len("block="):])
+        (self.id, self.fmt, self.blocked, self.rotate, self.adaptive, dflt, self.version) = CODECS[name]
+        self.name = name
+        if not self.blocked:
+            if block not in (None, 0):
+                raise ValueError(f"codec {name!r} has no block size")
+            self.B = 1
+        else:
+            self.B = int(block or dflt)
+            if self.B < 32 or self.B > 1024 or self.B & (self.B - 1):
+                raise ValueError(f"block size {self.B} is not a power of two in [32, 1024]")
+        self.log2B = self.B.bit_length() - 1
+        self.c = np.float32(1.0 / np.sqrt(float(self.B))) if self.rotate else np.float32(1.0)
+
+    def layout(self, count: int, dtype: np.dtype):
+        if not self.blocked:
+            nblocks = 0
+            codes = count * (2 if self.fmt == "bf16" else np.dtype(dtype).itemsize)
+        else:
+            nblocks = -(-count // self.B)
+            codes = nblocks * (self.B // 2 if self.fmt == "int4" else self.B)
+        scales_off = HEADER_BYTES + _round16(codes)
+        scales = nblocks * (8 if self.adaptive else 4)
+        return nblocks, codes, scales_off, scales, scales_off + _round16(scales)
+
+
+def _round16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
+def codec_params(codec: str = "taco", block: int | None = None) -> dict:
+    c = _Codec(codec, block)
+    return {"name": c.name, "id": c.id, "format": c.fmt, "block": c.B if c.blocked else 0,
+            "rotate": c.rotate, "adaptive": c.adaptive, "format_version": c.version}
+
+
+def block_size(codec: str = "taco", block: int | None = None) -> int:
+    c = _Codec(codec, block)
+    return c.B if c.blocked else 1
+
+
+def compressed_size(codec: str, count: int, dtype=np.float32, block: int | None = None) -> int:
+    return _Codec(codec, block).layout(count, np.dtype(dtype))[4]
+
+
+def _dtype_code(dtype) -> int:
+    dt = np.dtype(dtype)
+    if dt not in _DTYPES:
+        raise ValueError(f"dtype argument {dt}: expected float32, float16 or bfloat16")
+    return _DTYPES[dt]
+
+
+# ---------------------------------------------------------------- block math
+def _fwht(v: np.ndarray) -> np.ndarray:
+    """Unnormalised Walsh-Hadamard transform along axis 1, ascending strides."""
+    n, B = v.shape
+    h = 1
+    while h < B:
+        w = v.reshape(n, B // (2 * h), 2, h)
+        a, b = w[:, :, 0, :], w[:, :, 1, :]
+        v = np.stack([a + b, a - b], axis=2).reshape(n, B)
+        h *= 2
+    return v
+
+
+def _magnitude(v: np.ndarray) -> np.ndarray:
+    a = np.abs(v)
+    return np.where(np.isnan(a), np.float32(np.inf), a).astype(np.float32)
+
+
+def _encode(v: np.ndarray, fmt: str) -> np.ndarray:
+    if fmt == "e4m3":
+        return np.clip(v, -448.0, 448.0).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    if fmt == "e5m2":
+        return np.clip(v, -57344.0, 57344.0).astype(np.float32).astype(ml_dtypes.float8_e5m2).view(np.uint8)
+    lim = _QMAX[fmt]
+    r = np.clip(np.rint(v), -lim, lim).astype(np.int8)
+    return r.view(np.uint8) if fmt == "int8" else (r.view(np.uint8) & 0xF)
+
+
+def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
+    if fmt == "e4m3":
+        return codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    if fmt == "e5m2":
+        return codes.view(ml_dtypes.float8_e5m2).astype(np.float32)
+    if fmt == "int8":
+        return codes.view(np.int8).astype(np.float32)
+    return ((codes.astype(np.uint8) << 4).view(np.int8) >> 4).astype(np.float32)  # int4 nibble
+
+
+def _compress_blocks(c: _Codec, v: np.ndarray):
+    """v: (nblocks, B) float32 -> (codes uint8 (nblocks, B), alpha, s) all float32."""
+    v = v.astype(np.float32, copy=True)
+    with np.errstate(all="ignore"):
+        m0 = _magnitude(v).max(axis=1)
+        bad = ~(m0 <= np.finfo(np.float32).max)
+        alpha = np.ones(len(v), np.float32)
+        if c.adaptive:
+            e = np.frexp(np.where(bad, np.float32(1), m0))[1].astype(np.int64)
+            ks = np.ldexp(1.0, (26 - e))
+            v64 = np.where(bad[:, None], 0.0, v.astype(np.float64)) * ks[:, None]
+            S = np.trunc(v64 * v64).astype(np.int64).sum(axis=1)
+            mean_sq = np.ldexp(S.astype(np.float64), 2 * e - 52 - c.log2B)
+            alpha = (TAU / np.sqrt(mean_sq + EPS)).astype(np.float32)
+            v = v * alpha[:, None]
+        m = m0
+        if c.rotate:
+            v = _fwht(v)
+            m = _magnitude(v).max(axis=1)
+        q = np.float32(_QMAX[c.fmt])
+        s = (m * c.c) / q
+        inv = np.where(m > 0, q / np.where(m > 0, m, np.float32(1)), np.float32(0)).astype(np.float32)
+        codes = _encode(v * inv[:, None], c.fmt)
+    codes = np.where(bad[:, None], np.uint8(_NAN_CODE[c.fmt]), codes).astype(np.uint8)
+    s = np.where(bad, CANONICAL_NAN, s).astype(np.float32)
+    alpha = np.where(bad, CANONICAL_NAN, alpha).astype(np.float32)
+    return codes, alpha, s
+
+
+def _as_blocks(x: np.ndarray, c: _Codec) -> np.ndarray:
+    n = x.size
+    nb = -(-n // c.B)
+    v = np.zeros(nb * c.B, np.float32)
+    v[:n] = x.astype(np.float32).reshape(-1)
+    return v.reshape(nb, c.B)
+
+
+def _header(c: _Codec, count: int, dtype) -> bytes:
+    return struct.pack("<IBBBBQ", MAGIC, c.id, c.version, c.log2B if c.blocked else 0, _dtype_code(dtype), count)
+
+
+def _pack(c: _Codec, count: int, dtype, codes: np.ndarray, alpha=None, s=None) -> np.ndarray:
+    nblocks, ncodes, scales_off, nscales, total = c.layout(count, np.dtype(dtype))
+    wire = np.zeros(total, np.uint8)
+    wire[:HEADER_BYTES] = np.frombuffer(_header(c, count, dtype), np.uint8)
+    if c.fmt == "int4":
+        codes = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    flat = np.ascontiguousarray(codes).reshape(-1).view(np.uint8)
+    wire[HEADER_BYTES:HEADER_BYTES + ncodes] = flat[:ncodes]
+    if c.blocked:
+        sc = np.stack([alpha, s], axis=1).reshape(-1) if c.adaptive else s
+        wire[scales_off:scales_off + nscales] = sc.astype(np.float32).view(np.uint8)
+    return wire
+
+
+def _unpack(c: _Codec, wire: np.ndarray, count: int, dtype):
+    wire = np.asarray(wire, dtype=np.uint8).reshape(-1)
+    nblocks, ncodes, scales_off, nscales, total = c.layout(count, np.dtype(dtype))
+    if wire.size < total:
+        raise ValueError(f"wire argument is {wire.size} bytes, {total} needed")
+    magic, cid, ver, log2b, dt, cnt = struct.unpack("<IBBBBQ", wire[:HEADER_BYTES].tobytes())
+    if magic != MAGIC or cid != c.id or ver != c.version or log2b != (c.log2B if c.blocked else 0) or cnt != count:
+        raise ValueError(f"wire argument: header (codec {cid}, count {cnt}) does not match codec {c.name!r}, "
+                         f"count {count}")
+    if c.fmt == "raw" and dt != _dtype_code(dtype):
+        raise ValueError("wire argument of codec 'none' holds another datatype")
+    payload = wire[HEADER_BYTES:HEADER_BYTES + ncodes]
+    if not c.blocked:
+        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else np.dtype(dtype)
+        return payload.view(wt).astype(np.float32), None
+    if c.fmt == "int4":
+        packed = payload.reshape(nblocks, c.B // 2)
+        codes = np.empty((nblocks, c.B), np.uint8)
+        codes[:, 0::2] = packed & 0xF
+        codes[:, 1::2] = packed >> 4
+    else:
+        codes = payload.reshape(nblocks, c.B)
+    sc = wire[scales_off:scales_off + nscales].view(np.float32)
+    if c.adaptive:
+        alpha, s = sc[0::2], sc[1::2]
+    else:
+        alpha, s = np.ones(nblocks, np.float32), sc
+    with np.errstate(all="ignore"):
+        d = (s * c.c) / alpha
+        w = _decode(codes, c.fmt) * d[:, None]
+    return w, None
+
+
+# ---------------------------------------------------------------- public API
+def compress(x: np.ndarray, codec: str = "taco", block: int | None = None) -> np.ndarray:
+    """The wire bytes of x (float32, float16 or bfloat16) under `codec`."""
+    x = np.asarray(x)
+    _dtype_code(x.dtype)
+    if x.size == 0:
+        raise ValueError("x argument is empty")
+    c = _Codec(codec, block)
+    flat = x.reshape(-1)
+    if not c.blocked:
+        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else x.dtype
+        codes = flat.astype(np.float32).astype(wt).view(np.uint8).reshape(1, -1)
+        return _pack(c, x.size, x.dtype, codes)
+    codes, alpha, s = _compress_blocks(c, _as_blocks(flat, c))
+    return _pack(c, x.size, x.dtype, codes, alpha, s)
+
+
+def _accumulate(c: _Codec, wires, count: int, dtype, exact) -> np.ndarray:
+    """fp32 sum of the decoded inputs (+ exact), padded to whole blocks (nblocks, B) or flat."""
+    parts = [_unpack(c, w, count, dtype)[0] for w in wires]
+    shape = (count,) if not c.blocked else (-(-count // c.B), c.B)
+    with np.errstate(all="ignore"):
+        r = np.zeros(shape, np.float32) if not parts else parts[0].copy()
+        for p in parts[1:]:
+            r = r + p
+        if c.rotate:
+            r = _fwht(r)
+        if exact is not None:
+            e = np.asarray(exact).reshape(-1)
+            if e.size != count or e.dtype != np.dtype(dtype):
+                raise ValueError("exact argument must have count elements of dtype")
+            ex = e.astype(np.float32) if not c.blocked else _as_blocks(e, c)
+            r = r + ex
+    return r
+
+
+def _finish(r: np.ndarray, count: int, dtype) -> np.ndarray:
+    return r.reshape(-1)[:count].astype(np.dtype(dtype))
+
+
+def decompress(wire, codec: str, count: int, dtype=np.float32, block: int | None = None) -> np.ndarray:
+    """Decompress `count` elements of `dtype` from wire bytes."""
+    return decompress_accumulate([wire], codec, count, dtype, block=block)
+
+
+def decompress_accumulate(wires, codec: str, count: int, dtype=np.float32, exact=None,
+                          block: int | None = None) -> np.ndarray:
+    """Sum of the decompressed inputs plus `exact`, in fp32, rounded once to dtype."""
+    c = _Codec(codec, block)
+    _dtype_code(dtype)
+    return _finish(_accumulate(c, list(wires), count, dtype, exact), count, dtype)
+
+
+def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, exact=None,
+                               block: int | None = None):
+    """(wire, y): the fp32 sum compressed, and its decompression rounded to dtype."""
+    c = _Codec(codec, block)
+    _dtype_code(dtype)
+    r = _accumulate(c, list(wires), count, dtype, exact)
+    if not c.blocked:
+        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else np.dtype(dtype)
+        codes = r.astype(wt).view(np.uint8).reshape(1, -1)
+        wire = _pack(c, count, dtype, codes)
+    else:
+        codes, alpha, s = _compress_blocks(c, r)
+        wire = _pack(c, count, dtype, codes, alpha, s)
+    return wire, decompress(wire, codec, count, dtype, block=block)
