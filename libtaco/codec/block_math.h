@@ -126,6 +126,11 @@ TACO_HD QuantScales quantScales(float m, float c, CodeFormat f) {
   return r;
 }
 
+// Blocks without the adaptive scale whose max is below 2^-64 are quantised
+// after an exact power-of-two lift (so Qmax / m cannot overflow); the stored
+// scale is divided back.
+TACO_HD float tinyLift(float m0, bool adaptive) { return (!adaptive && m0 < 0x1p-64f) ? 0x1p64f : 1.0f; }
+
 // Per-element decode multiplier: code * d, then (with rotation) FWHT.
 TACO_HD float decodeScale(float s, float alpha, float c) { return (s * c) / alpha; }
 

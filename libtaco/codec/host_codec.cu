@@ -103,13 +103,17 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
       alpha = adaptiveAlpha(S, e, h.log2B);
       for (int i = 0; i < B; ++i) v[i] *= alpha;
     }
-    float m = m0;
+    const float lift = tinyLift(m0, h.d->adaptive);
+    if (lift != 1.0f)
+      for (int i = 0; i < B; ++i) v[i] *= lift;
+    float m = m0 * lift;
     if (h.d->rotate) {
       fwhtHost(v, B);
       m = 0.0f;
       for (int i = 0; i < B; ++i) m = fmax2(m, magnitude(v[i]));
     }
     qs = quantScales(m, h.c, f);
+    qs.s = qs.s / lift;
   } else {
     qs.s = canonicalNaN();
     alpha = canonicalNaN();

@@ -268,7 +268,11 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) v[r] *= alpha;
   }
-  float m = m0;
+  const float lift = tinyLift(bad ? 1.0f : m0, a.k.adaptive);
+  if (lift != 1.0f)
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) v[r] *= lift;
+  float m = m0 * lift;
   if (a.k.rotate) {
     fwht<V>(v, t, a.k.tpb);
     m = 0.0f;
@@ -277,6 +281,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     m = groupMax(m, a.k.tpb);
   }
   QuantScales qs = quantScales(m, a.k.c, a.k.fmt);
+  qs.s = qs.s / lift;
   if (bad) {
     qs.s = canonicalNaN();
     alpha = canonicalNaN();

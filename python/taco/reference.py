@@ -15,7 +15,8 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
           x = x * alpha
     rot:  Z' = FWHT(x) with butterflies in ascending stride (unnormalised)
     m     = max |Z'|;  c = 1/sqrt(B) (rotation) else 1
-    s     = (m * c) / Qmax;  inv = Qmax / m  (0 if m == 0)
+    lift  = 2^64 if not ASH and m0 < 2^-64 else 1;  x = x * lift   (before the rotation)
+    s     = ((m * c) / Qmax) / lift;  inv = Qmax / m  (0 if m == 0)
     q     = encode(Z' * inv)                (FP8 satfinite RNE; INT round-half-even)
     decode: d = (s * c) / alpha;  W = decode(q) * d;  y = FWHT(W) (rotation) else W
 
@@ -169,12 +170,16 @@ def _compress_blocks(c: _Codec, v: np.ndarray):
             mean_sq = np.ldexp(S.astype(np.float64), 2 * e - 52 - c.log2B)
             alpha = (TAU / np.sqrt(mean_sq + EPS)).astype(np.float32)
             v = v * alpha[:, None]
-        m = m0
+        # tiny blocks of non-adaptive codecs: exact 2^64 lift so Qmax / m cannot overflow
+        lift = np.where((not c.adaptive) & (m0 < np.float32(2.0 ** -64)), np.float32(2.0 ** 64), np.float32(1.0))
+        lift = lift.astype(np.float32)
+        v = v * lift[:, None]
+        m = m0 * lift
         if c.rotate:
             v = _fwht(v)
             m = _magnitude(v).max(axis=1)
         q = np.float32(_QMAX[c.fmt])
-        s = (m * c.c) / q
+        s = ((m * c.c) / q) / lift
         inv = np.where(m > 0, q / np.where(m > 0, m, np.float32(1)), np.float32(0)).astype(np.float32)
         codes = _encode(v * inv[:, None], c.fmt)
     codes = np.where(bad[:, None], np.uint8(_NAN_CODE[c.fmt]), codes).astype(np.uint8)

@@ -1,0 +1,165 @@
+"""GPU codec kernels against the CPU twin (and so the numpy spec), bit for bit."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import taco
+
+pytestmark = pytest.mark.gpu
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
+BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
+CODECS = BLOCKED + ["bf16", "none"]
+
+
+@pytest.fixture(scope="module")
+def cupy():
+    import cupy
+    return cupy
+
+
+def to_dev(cupy, x):
+    """numpy -> cupy, bf16 carried as uint16 bits (CuPy has no bfloat16)."""
+    if x.dtype == BF16:
+        return cupy.asarray(x.view(np.uint16))
+    return cupy.asarray(x)
+
+
+def from_dev(cupy, y, dtype):
+    h = cupy.asnumpy(y)
+    return h.view(BF16) if np.dtype(dtype) == BF16 else h
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    if a.dtype.kind == "u":
+        return np.array_equal(a, b)
+    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
+    return bool(np.all(nan | np.all(ua == ub, axis=1)))
+
+
+def data(n, dtype, seed=0, special=True):
+    rng = np.random.default_rng(seed)
+    x = (rng.laplace(size=n) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    if special and n > 600:
+        x[:256] = 0.0                       # a zero block
+        x[300] = np.nan                     # a NaN block
+        x[600] = np.inf
+    return x.astype(dtype)
+
+
+def spec(codec, block):
+    return codec if block is None else f"{codec}:block={block}"
+
+
+def gpu_cases():
+    for codec in CODECS:
+        blocks = (None, 32, 128, 1024) if codec in BLOCKED else (None,)
+        for block in blocks:
+            B = {None: 256, 32: 32, 128: 128, 1024: 1024}[block] if codec in BLOCKED else 8
+            for n in sorted({1, B - 1, B + 1, 10**6 + 3}):
+                yield codec, block, n
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("codec,block,n", list(gpu_cases()))
+def test_gpu_matches_host(cupy, codec, block, n, dtype):
+    s = spec(codec, block)
+    x = data(n, dtype, seed=n)
+    wire_h = taco.compress(x, s)
+    xd = to_dev(cupy, x)
+    wire_d = taco.compress(xd, s, dtype=str(np.dtype(dtype)) if dtype == BF16 else None)
+    assert np.array_equal(cupy.asnumpy(wire_d), wire_h), "GPU wire differs from the CPU twin"
+    yh = taco.decompress(wire_h, s, n, dtype)
+    yd = taco.decompress(cupy.asarray(wire_h), s, n, dtype)
+    assert same_bits(from_dev(cupy, yd, dtype), yh)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
+    n = 5 * 1024 + 77
+    dtype = BF16
+    xs = [data(n, dtype, seed=20 + i, special=(i == 0)) for i in range(k)]
+    wires = [taco.compress(x, codec) for x in xs]
+    exact = data(n, dtype, seed=5, special=False)
+    yh = taco.decompress_accumulate(wires, codec, n, dtype, exact)
+    dw = [cupy.asarray(w) for w in wires]
+    yd = taco.decompress_accumulate(dw, codec, n, dtype, to_dev(cupy, exact))
+    assert same_bits(from_dev(cupy, yd, dtype), yh)
+    oh, y2h = taco.decompress_reduce_compress(wires, codec, n, dtype, exact, return_decompressed=True)
+    od, y2d = taco.decompress_reduce_compress(dw, codec, n, dtype, to_dev(cupy, exact), return_decompressed=True)
+    assert np.array_equal(cupy.asnumpy(od), oh)
+    assert same_bits(from_dev(cupy, y2d, dtype), y2h)
+
+
+@pytest.mark.parametrize("codec,dtype", [("taco", BF16), ("taco", np.dtype(np.float32)),
+                                         ("fp8-block", np.dtype(np.float16)), ("int8-hadamard", BF16)])
+def test_gpu_matches_host_at_2_28(cupy, codec, dtype):
+    n = (1 << 28) + 3
+    rng = cupy.random.default_rng(1)
+    xd32 = rng.laplace(size=n, dtype=cupy.float32) if hasattr(rng, "laplace") else \
+        cupy.asarray(np.random.default_rng(1).laplace(size=n).astype(np.float32))
+    x = cupy.asnumpy(xd32).astype(dtype)
+    wire_h = taco.compress(x, codec)
+    wire_d = taco.compress(to_dev(cupy, x), codec, dtype=str(np.dtype(dtype)) if dtype == BF16 else None)
+    assert np.array_equal(cupy.asnumpy(wire_d), wire_h)
+    yd = taco.decompress(wire_d, codec, n, dtype)
+    yh = taco.decompress(wire_h, codec, n, dtype)
+    assert same_bits(from_dev(cupy, yd, dtype), yh)
+
+
+@pytest.mark.parametrize("offset", [1, 3, 5])
+@pytest.mark.parametrize("codec", ["taco", "fp8-block", "int4-block", "bf16"])
+def test_unaligned_pointers(cupy, codec, offset):
+    n = 3000
+    x = data(n + offset, np.dtype(np.float32), seed=offset)
+    xd = cupy.asarray(x)[offset:]          # 4-byte aligned, not 16-byte aligned
+    size = taco.compressed_size(codec, n, np.float32)
+    buf = cupy.zeros(size + 16, cupy.uint8)
+    out = buf[4:4 + size]                  # compressed buffer at a 4-byte (not 16) offset
+    taco.compress(xd, codec, out=out)
+    assert np.array_equal(cupy.asnumpy(out), taco.compress(x[offset:], codec))
+    ybuf = cupy.zeros(n + 1, cupy.float32)
+    y = ybuf[1:]
+    taco.decompress(out, codec, n, np.float32, out=y)
+    assert same_bits(cupy.asnumpy(y), taco.decompress(taco.compress(x[offset:], codec), codec, n, np.float32))
+
+
+def test_work_lands_on_the_given_stream(cupy):
+    n = 1 << 24
+    x = cupy.asarray(data(n, np.dtype(np.float32), special=False))
+    s = cupy.cuda.Stream(non_blocking=True)
+    size = taco.compressed_size("taco", n, np.float32)
+    out = cupy.zeros(size, cupy.uint8)
+    ev_before = cupy.cuda.Event()
+    with s:
+        # a long kernel on s; compress must run after it, on s
+        spin = cupy.zeros(1 << 26, cupy.float32)
+        for _ in range(20):
+            spin += 1.0
+        x2 = x * 1.0
+        ev_before.record(s)
+    taco.compress(x2, "taco", out=out, stream=s.ptr)
+    done = cupy.cuda.Event()
+    done.record(s)
+    done.synchronize()
+    assert np.array_equal(cupy.asnumpy(out), taco.compress(cupy.asnumpy(x), "taco"))
+    # the default stream saw none of it: an event recorded there completes before the spin ends
+    assert ev_before.done
+
+
+def test_host_pointer_to_device_call_is_rejected(cupy):
+    x = np.ones(1024, np.float32)
+    lib, ffi = taco._lib.lib(), taco._lib.ffi()
+    c = ffi.new("tacoCodec_t*")
+    assert lib.tacoCodecFind(b"taco", c) == 0
+    out = cupy.zeros(taco.compressed_size("taco", 1024, np.float32), cupy.uint8)
+    rc = lib.tacoCompress(c[0], ffi.cast("void*", x.ctypes.data), 1024, lib.tacoFloat32,
+                          ffi.cast("void*", out.data.ptr), out.nbytes, ffi.NULL)
+    assert rc == lib.tacoInvalidArgument
+    assert "x argument" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
+    assert "not device memory" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
