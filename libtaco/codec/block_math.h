@@ -17,6 +17,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "codec/codec.h"
 
@@ -91,23 +92,36 @@ TACO_HD float magnitude(float x) {
 TACO_HD float fmax2(float a, float b) { return a > b ? a : b; }
 TACO_HD bool isFiniteMag(float m) { return m <= FLT_MAX; }
 
-// Energy in fixed point: with m = max|x| = f * 2^E (f in [0.5, 1)), each
-// (x * 2^(26-E))^2 < 2^52 is exact in fp64 and truncated to int64; a block's
-// sum (<= 1024 * 2^52) fits in int64 and is independent of summation order.
-TACO_HD int blockExponent(float m) {
-  int e = 0;
-  frexpf(m, &e);
-  return e;
+// Block energy in 10-bit fixed point, exact and order-free: with
+// m0 = max|x| = f * 2^E (f in [0.5, 1)), r = round(|x| * 2^(10-E)) lies in
+// [0, 1024] (the multiply split in two power-of-two steps so each factor is a
+// normal float; the rounding is the 2^23 trick, all single fp32 ops), and
+// S = sum r^2 <= 2^30 is an int32. alpha only normalises the range (it cancels
+// in exact arithmetic), so 10 bits of magnitude are plenty for sigma.
+struct EnergyScale {
+  float k1, k2;
+  int e;
+};
+TACO_HD EnergyScale energyScale(float m0) {
+  EnergyScale k;
+  frexpf(m0, &k.e);
+  const int sh = 10 - k.e;
+  const int a = sh / 2, b = sh - a;
+  k.k1 = ldexpf(1.0f, a);
+  k.k2 = ldexpf(1.0f, b);
+  return k;
 }
-TACO_HD double energyScale(int e) { return ldexp(1.0, 26 - e); }
-TACO_HD long long energyTerm(float x, double k) {
-  double v = (double)x * k;
-  return (long long)(v * v);
+TACO_HD int energyTerm(float x, const EnergyScale& k) {
+  const float u = (fabsf(x) * k.k1) * k.k2 + 8388608.0f;  // 2^23: rounds u to an integer in the mantissa
+  uint32_t bits;
+  memcpy(&bits, &u, 4);
+  const int r = (int)bits - 0x4b000000;
+  return r * r;
 }
 
 // alpha = tau / sqrt(mean(x^2) + eps), from the fixed-point energy.
-TACO_HD float adaptiveAlpha(long long energy, int e, int log2B) {
-  double meanSq = ldexp((double)energy, 2 * e - 52 - log2B);
+TACO_HD float adaptiveAlpha(int energy, int e, int log2B) {
+  double meanSq = ldexp((double)energy, 2 * e - 20 - log2B);
   double sigma = sqrt(meanSq + kEps);
   return (float)(kTau / sigma);
 }

@@ -96,11 +96,10 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
   QuantScales qs{0.0f, 0.0f};
   if (!bad) {
     if (h.d->adaptive) {
-      const int e = blockExponent(m0);
-      const double ks = energyScale(e);
-      long long S = 0;
+      const EnergyScale ks = energyScale(m0);
+      int S = 0;
       for (int i = 0; i < B; ++i) S += energyTerm(v[i], ks);
-      alpha = adaptiveAlpha(S, e, h.log2B);
+      alpha = adaptiveAlpha(S, ks.e, h.log2B);
       for (int i = 0; i < B; ++i) v[i] *= alpha;
     }
     const float lift = tinyLift(m0, h.d->adaptive);

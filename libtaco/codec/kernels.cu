@@ -42,6 +42,7 @@ struct KernelCodec {
 struct Args {
   KernelCodec k;
   size_t count, nBlocks, scalesOffset;
+  size_t codesEnd, scalesEnd, totalBytes;  // wire padding [codesEnd, scalesOffset) and [scalesEnd, totalBytes)
   const void* x;    // compress: input; accumulate / reduce-compress: exact input (may be null)
   void* y;          // accumulate: output; reduce-compress: optional decompressed output
   uint8_t* out;     // compress / reduce-compress: compressed output
@@ -54,7 +55,7 @@ __device__ __forceinline__ float groupMax(float v, int tpb) {
   for (int o = 1; o < tpb; o <<= 1) v = fmax2(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-__device__ __forceinline__ long long groupSum(long long v, int tpb) {
+__device__ __forceinline__ int groupSum(int v, int tpb) {
   for (int o = 1; o < tpb; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
@@ -209,6 +210,8 @@ __device__ __forceinline__ void writeHeader(uint8_t* w, const Args& a) {
          ((uint32_t)a.dtype << 24);
   h[2] = (uint32_t)(a.count & 0xffffffffu);
   h[3] = (uint32_t)(a.count >> 32);
+  for (size_t i = a.codesEnd; i < a.scalesOffset; ++i) w[i] = 0;  // padding is zero (< 16 bytes each)
+  for (size_t i = a.scalesEnd; i < a.totalBytes; ++i) w[i] = 0;
 }
 
 // Decoded sum of the k inputs for this thread's elements of `block`: R = W_0 + W_1 + ...
@@ -258,13 +261,12 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
   const bool bad = !isFiniteMag(m0);
   float alpha = 1.0f;
   if (a.k.adaptive) {
-    const int e = blockExponent(bad ? 1.0f : m0);
-    const double ks = energyScale(e);
-    long long S = 0;
+    const EnergyScale ks = energyScale(bad ? 1.0f : m0);
+    int S = 0;
 #pragma unroll
-    for (int r = 0; r < kPerThread; ++r) S += bad ? 0 : energyTerm(v[r], ks);
+    for (int r = 0; r < kPerThread; ++r) S += energyTerm(bad ? 0.0f : v[r], ks);
     S = groupSum(S, a.k.tpb);
-    alpha = adaptiveAlpha(S, e, a.k.log2B);
+    alpha = adaptiveAlpha(S, ks.e, a.k.log2B);
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) v[r] *= alpha;
   }
@@ -311,7 +313,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
 }
 
 template <typename T, int MODE>
-__global__ void __launch_bounds__(kThreads) blockCodecKernel(const Args a) {
+__global__ void __launch_bounds__(kThreads, 3) blockCodecKernel(const Args a) {
   const int lane = threadIdx.x & 31;
   const int t = lane & (a.k.tpb - 1);
   const int groupInWarp = lane / a.k.tpb;
@@ -380,43 +382,82 @@ __global__ void __launch_bounds__(kThreads) elementCodecKernel(const Args a) {
   const T* x = static_cast<const T*>(a.x);
   for (size_t i = tid; i < nVec; i += nThreads) {
     const size_t base = i * V;
+    const bool full = a.vec && base + V <= a.count;
     const int n = (int)((a.count - base) < (size_t)V ? (a.count - base) : (size_t)V);
     float v[V];
+    float e[V];
+    if (x != nullptr) {
+      if (full) {
+        uint4 raw = __ldg(reinterpret_cast<const uint4*>(x + base));
+        const T* t = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+        for (int j = 0; j < V; ++j) e[j] = toFloat<T>(t[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) e[j] = j < n ? toFloat<T>(x[base + j]) : 0.0f;
+      }
+    }
     if (MODE == kCompress) {
 #pragma unroll
-      for (int e = 0; e < V; ++e) v[e] = e < n ? toFloat<T>(x[base + e]) : 0.0f;
+      for (int j = 0; j < V; ++j) v[j] = e[j];
     } else {
-#pragma unroll
-      for (int e = 0; e < V; ++e) v[e] = 0.0f;
       for (int q = 0; q < a.in.n; ++q) {
         const W* w = reinterpret_cast<const W*>(static_cast<const uint8_t*>(a.in.ptr[q]) + TACO_HEADER_BYTES);
+        W wv[V];
+        if (full) {
+          if (sizeof(W) * V == 16) {
+            *reinterpret_cast<uint4*>(wv) = __ldg(reinterpret_cast<const uint4*>(w + base));
+          } else {
+            *reinterpret_cast<uint2*>(wv) = __ldg(reinterpret_cast<const uint2*>(w + base));
+          }
+        } else {
 #pragma unroll
-        for (int e = 0; e < V; ++e) {
-          float d = e < n ? toFloat<W>(w[base + e]) : 0.0f;
-          v[e] = q == 0 ? d : v[e] + d;
+          for (int j = 0; j < V; ++j) wv[j] = j < n ? w[base + j] : fromFloat<W>(0.0f);
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          float d = toFloat<W>(wv[j]);
+          v[j] = q == 0 ? d : v[j] + d;
         }
       }
+      if (a.in.n == 0)
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[j] = 0.0f;
       if (x != nullptr)
 #pragma unroll
-        for (int e = 0; e < V; ++e) v[e] = v[e] + (e < n ? toFloat<T>(x[base + e]) : 0.0f);
+        for (int j = 0; j < V; ++j) v[j] = v[j] + e[j];
       if (!inputsOk)
 #pragma unroll
-        for (int e = 0; e < V; ++e) v[e] = canonicalNaN();
+        for (int j = 0; j < V; ++j) v[j] = canonicalNaN();
     }
     if (MODE != kAccumulate) {
       W* w = reinterpret_cast<W*>(a.out + TACO_HEADER_BYTES);
+      W wv[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        W c = fromFloat<W>(v[e]);
-        if (e < n) w[base + e] = c;
-        v[e] = toFloat<W>(c);
+      for (int j = 0; j < V; ++j) {
+        wv[j] = fromFloat<W>(v[j]);
+        v[j] = toFloat<W>(wv[j]);
+      }
+      if (full) {
+        if (sizeof(W) * V == 16) {
+          *reinterpret_cast<uint4*>(w + base) = *reinterpret_cast<uint4*>(wv);
+        } else {
+          *reinterpret_cast<uint2*>(w + base) = *reinterpret_cast<uint2*>(wv);
+        }
+      } else {
+        for (int j = 0; j < n; ++j) w[base + j] = wv[j];
       }
     }
     if (MODE != kCompress && a.y != nullptr) {
       T* y = static_cast<T*>(a.y);
+      T yv[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e)
-        if (e < n) y[base + e] = fromFloat<T>(v[e]);
+      for (int j = 0; j < V; ++j) yv[j] = fromFloat<T>(v[j]);
+      if (full) {
+        *reinterpret_cast<uint4*>(y + base) = *reinterpret_cast<uint4*>(yv);
+      } else {
+        for (int j = 0; j < n; ++j) y[base + j] = yv[j];
+      }
     }
   }
 }
@@ -453,6 +494,9 @@ Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   a.count = count;
   a.nBlocks = w.nBlocks;
   a.scalesOffset = w.scalesOffset;
+  a.codesEnd = w.codesOffset + w.codesBytes;
+  a.scalesEnd = w.scalesOffset + w.scalesBytes;
+  a.totalBytes = w.totalBytes;
   a.dtype = (uint8_t)dtype;
   return a;
 }

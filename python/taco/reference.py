@@ -10,8 +10,8 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
 
     m0    = max |x|                         (NaN counts as +inf)
     bad   = m0 is not finite                -> scales NaN, codes = NaN code
-    ASH:  E = frexp(m0).exponent;  S = sum(trunc((x * 2^(26-E))^2)) as int64
-          alpha = float32(tau / sqrt(S * 2^(2E-52) / B + eps))     (fp64)
+    ASH:  E = frexp(m0).exponent;  r = round(|x| * 2^(10-E)) (two power-of-two steps, + 2^23 trick)
+          S = sum(r * r) as int32;  alpha = float32(tau / sqrt(S * 2^(2E-20) / B + eps))   (fp64)
           x = x * alpha
     rot:  Z' = FWHT(x) with butterflies in ascending stride (unnormalised)
     m     = max |Z'|;  c = 1/sqrt(B) (rotation) else 1
@@ -164,10 +164,14 @@ def _compress_blocks(c: _Codec, v: np.ndarray):
         alpha = np.ones(len(v), np.float32)
         if c.adaptive:
             e = np.frexp(np.where(bad, np.float32(1), m0))[1].astype(np.int64)
-            ks = np.ldexp(1.0, (26 - e))
-            v64 = np.where(bad[:, None], 0.0, v.astype(np.float64)) * ks[:, None]
-            S = np.trunc(v64 * v64).astype(np.int64).sum(axis=1)
-            mean_sq = np.ldexp(S.astype(np.float64), 2 * e - 52 - c.log2B)
+            sh = 10 - e
+            ha = np.trunc(sh / 2).astype(np.int64)  # C's truncating division
+            k1 = np.ldexp(np.float32(1), ha).astype(np.float32)
+            k2 = np.ldexp(np.float32(1), sh - ha).astype(np.float32)
+            u = (np.abs(np.where(bad[:, None], np.float32(0), v)) * k1[:, None]) * k2[:, None]
+            r = (u + np.float32(2.0 ** 23)).astype(np.float32).view(np.int32).astype(np.int64) - 0x4B000000
+            S = (r * r).sum(axis=1)
+            mean_sq = np.ldexp(S.astype(np.float64), 2 * e - 20 - c.log2B)
             alpha = (TAU / np.sqrt(mean_sq + EPS)).astype(np.float32)
             v = v * alpha[:, None]
         # tiny blocks of non-adaptive codecs: exact 2^64 lift so Qmax / m cannot overflow
@@ -314,3 +318,165 @@ def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, 
         codes, alpha, s = _compress_blocks(c, r)
         wire = _pack(c, count, dtype, codes, alpha, s)
     return wire, decompress(wire, codec, count, dtype, block=block)
+
+
+# ---- collective model (collectives helper) ----
+# A numpy model of libtaco's compressed collectives, bit for bit (docs/collectives.md),
+# built only from the codec functions above. `parts[r]` is rank r's input; outputs are
+# what every rank holds (AllReduce, AllGather: one array, identical on every rank) or
+# what each rank holds (ReduceScatter, AlltoAll: a list indexed by rank).
+# `chunk_bytes` mirrors the communicator's chunkBytes (None: one chunk) and never
+# changes the result; `fallback_bytes` mirrors fallbackBytes (messages smaller than it
+# take the plain, exact path); codec "none" is always the plain path.
+
+PLAIN_GRANULE = 256  # plan granularity for codecs without blocks (coll/plan.h kPlainGranule)
+
+
+def _plan_block(codec: str, block: int | None) -> int:
+    return codec_params(codec, block)["block"] or PLAIN_GRANULE
+
+
+def shard_plan(count: int, P: int, block: int) -> list:
+    """[(offset, length)] of the P AllReduce shards: whole blocks, balanced, the first
+    (nblocks % P) shards one block longer; empty shards sit at `count` (coll/plan.cc)."""
+    nblocks = -(-count // block)
+    base, rem = divmod(nblocks, P)
+    out, blk = [], 0
+    for r in range(P):
+        nb = base + (1 if r < rem else 0)
+        off, end = min(blk * block, count), min((blk + nb) * block, count)
+        out.append((off, end - off))
+        blk += nb
+    return out
+
+
+def piece_elems(chunk_bytes: int | None, P: int, itemsize: int, block: int, longest: int) -> int:
+    """Elements each shard gives to one chunk: chunk_bytes / P rounded down to whole
+    blocks, at least one block (None: the longest shard, i.e. one chunk)."""
+    if chunk_bytes is None:
+        return max(block, -(-longest // block) * block)
+    return max(1, (chunk_bytes // P) // (itemsize * block)) * block
+
+
+def _pieces(shard: tuple, pe: int):
+    off, n = shard
+    for start in range(0, n, pe):
+        yield off + start, min(pe, n - start)
+
+
+def _check_parts(parts, per_rank=None):
+    parts = [np.asarray(p).reshape(-1) for p in parts]
+    if not parts:
+        raise ValueError("parts argument is empty")
+    dt = parts[0].dtype
+    _dtype_code(dt)
+    n = parts[0].size
+    for r, p in enumerate(parts):
+        if p.dtype != dt or p.size != n:
+            raise ValueError(f"parts[{r}] has {p.size} x {p.dtype}, parts[0] has {n} x {dt}")
+    if per_rank is not None and n % len(parts):
+        raise ValueError(f"parts have {n} elements, not a multiple of P = {len(parts)}")
+    return parts, dt, n
+
+
+def _plain_sum(arrays, dt):
+    s = arrays[0].astype(np.float32)
+    with np.errstate(all="ignore"):
+        for a in arrays[1:]:
+            s = s + a.astype(np.float32)
+    return s.astype(dt)
+
+
+def _is_plain(codec, nbytes, fallback_bytes):
+    return codec_params(codec)["id"] == 0 or nbytes < fallback_bytes
+
+
+def allreduce_ranks(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
+                    fallback_bytes: int = 0) -> list:
+    """What each rank holds after the two-shot AllReduce: the owner takes its piece from
+    the reduce kernel's own decompression (y), the others decompress the gathered bytes."""
+    parts, dt, count = _check_parts(parts)
+    P = len(parts)
+    if _is_plain(codec, count * dt.itemsize, fallback_bytes):
+        s = _plain_sum(parts, dt)
+        return [s.copy() for _ in range(P)]
+    B = _plan_block(codec, block)
+    shards = shard_plan(count, P, B)
+    pe = piece_elems(chunk_bytes, P, dt.itemsize, B, max(n for _, n in shards))
+    outs = [np.zeros(count, dt) for _ in range(P)]
+    for o in range(P):  # owner
+        for off, n in _pieces(shards[o], pe):
+            wires = [compress(parts[j][off:off + n], codec, block=block) for j in range(P) if j != o]
+            wire, y = decompress_reduce_compress(wires, codec, n, dt, exact=parts[o][off:off + n], block=block)
+            for r in range(P):
+                outs[r][off:off + n] = y if r == o else decompress(wire, codec, n, dt, block=block)
+    return outs
+
+
+def allreduce(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
+              fallback_bytes: int = 0) -> np.ndarray:
+    """The sum every rank holds after tacoAllReduce (bit-identical on every rank)."""
+    return allreduce_ranks(parts, codec, block, chunk_bytes, fallback_bytes)[0]
+
+
+def reduce_scatter(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
+                   fallback_bytes: int = 0) -> list:
+    """out[r] = rank r's recvbuff after tacoReduceScatter; parts[j] has P * recvcount elements.
+    Others' partials are quantized once, the own partial is exact, fp32 sum rounded once."""
+    parts, dt, total = _check_parts(parts, per_rank=True)
+    P = len(parts)
+    n = total // P
+    if _is_plain(codec, total * dt.itemsize, fallback_bytes):
+        return [_plain_sum([p[r * n:(r + 1) * n] for p in parts], dt) for r in range(P)]
+    B = _plan_block(codec, block)
+    pe = piece_elems(chunk_bytes, P, dt.itemsize, B, n)
+    outs = []
+    for r in range(P):
+        out = np.zeros(n, dt)
+        for po, ln in _pieces((0, n), pe):
+            lo = r * n + po
+            wires = [compress(parts[j][lo:lo + ln], codec, block=block) for j in range(P) if j != r]
+            out[po:po + ln] = decompress_accumulate(wires, codec, ln, dt, exact=parts[r][lo:lo + ln], block=block)
+        outs.append(out)
+    return outs
+
+
+def allgather(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
+              fallback_bytes: int = 0) -> np.ndarray:
+    """What every rank holds after tacoAllGather: block j = decompress(compress(parts[j])),
+    the own block included (bit-identical on every rank)."""
+    parts, dt, n = _check_parts(parts)
+    P = len(parts)
+    if _is_plain(codec, n * P * dt.itemsize, fallback_bytes):
+        return np.concatenate(parts)
+    B = _plan_block(codec, block)
+    pe = piece_elems(chunk_bytes, P, dt.itemsize, B, n)
+    out = np.zeros(n * P, dt)
+    for j in range(P):
+        for po, ln in _pieces((0, n), pe):
+            wire = compress(parts[j][po:po + ln], codec, block=block)
+            out[j * n + po:j * n + po + ln] = decompress(wire, codec, ln, dt, block=block)
+    return out
+
+
+def alltoall(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
+             fallback_bytes: int = 0) -> list:
+    """out[r] = rank r's recvbuff after tacoAlltoAll: block j = decompress(compress(block r
+    of parts[j])); the own block goes through the codec too (one quantization everywhere)."""
+    parts, dt, total = _check_parts(parts, per_rank=True)
+    P = len(parts)
+    n = total // P
+    if _is_plain(codec, total * dt.itemsize, fallback_bytes):
+        return [np.concatenate([parts[j][r * n:(r + 1) * n] for j in range(P)]) for r in range(P)]
+    B = _plan_block(codec, block)
+    pe = piece_elems(chunk_bytes, P, dt.itemsize, B, n)
+    outs = []
+    for r in range(P):
+        out = np.zeros(n * P, dt)
+        for j in range(P):
+            for po, ln in _pieces((0, n), pe):
+                lo = r * n + po
+                wire = compress(parts[j][lo:lo + ln], codec, block=block)
+                out[j * n + po:j * n + po + ln] = decompress(wire, codec, ln, dt, block=block)
+        outs.append(out)
+    return outs
