@@ -167,9 +167,11 @@ tacoResult_t tacoDecompress(tacoCodec_t codec, const void* in, size_t inBytes, v
 tacoResult_t tacoDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
                                       size_t inBytes, const void* exact, void* y, size_t count,
                                       tacoDataType_t datatype, tacoStream_t stream);
-/* The middle of a two-shot AllReduce in one kernel: the sum as in
- * tacoDecompressAccumulate, compressed into `out` (`outBytes` long); if `y` is
- * not NULL, also writes the decompression of `out` to `y`. */
+/* The middle of a two-shot AllReduce in one kernel: the fp32 sum as in
+ * tacoDecompressAccumulate (before rounding to `datatype`), compressed into
+ * `out` (`outBytes` long) exactly as tacoCompress would compress it; if `y` is
+ * not NULL, also writes the decompression of `out` to `y`. For fp32 data this
+ * equals tacoCompress(tacoDecompressAccumulate(...)). */
 tacoResult_t tacoDecompressReduceCompress(tacoCodec_t codec, const void* const* inputs, int nInputs,
                                           size_t inBytes, const void* exact, void* out, size_t outBytes,
                                           void* y, size_t count, tacoDataType_t datatype,

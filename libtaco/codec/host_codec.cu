@@ -211,6 +211,7 @@ tacoResult_t run(tacoCodec_t codec, const AccumInputs* in, const void* x, void* 
         for (int i = 0; i < B; ++i) v[i] = v[i] + (i < n ? loadElem(x, dt, b0 + i) : 0.0f);
     }
     if (o != nullptr) {
+      for (int i = n; i < B; ++i) v[i] = 0.0f;  // compress the sum as compress() would: zero padding
       float d = compressBlock(h, v.data(), o + w.codesOffset, reinterpret_cast<float*>(o + w.scalesOffset), blk);
       if (y == nullptr) continue;
       for (int i = 0; i < B; ++i) v[i] = v[i] * d;

@@ -356,7 +356,17 @@ __global__ void __launch_bounds__(kThreads, 3) blockCodecKernel(const Args a) {
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
       continue;
     }
-    // kReduceCompress: compress the fp32 sum; optionally decompress it again.
+    // kReduceCompress: compress the fp32 sum, zero past `count` as compress() pads
+    // (the rotation leaves the padding of the last block non-zero); optionally
+    // decompress it again.
+    if (active && (block + 1) * a.k.B > a.count) {
+      constexpr int V = Vec<T>::V;
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
+        if (idx >= a.count) v[r] = 0.0f;
+      }
+    }
     float d;
     compressTile<T>(a, block, t, active, v, a.out, d);
     if (a.y != nullptr) {

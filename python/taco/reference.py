@@ -306,7 +306,8 @@ def decompress_accumulate(wires, codec: str, count: int, dtype=np.float32, exact
 
 def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, exact=None,
                                block: int | None = None):
-    """(wire, y): the fp32 sum compressed, and its decompression rounded to dtype."""
+    """(wire, y): the fp32 sum (not rounded to dtype) compressed exactly as compress() would
+    compress it, and the decompression of that wire rounded to dtype."""
     c = _Codec(codec, block)
     _dtype_code(dtype)
     r = _accumulate(c, list(wires), count, dtype, exact)
@@ -315,6 +316,8 @@ def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, 
         codes = r.astype(wt).view(np.uint8).reshape(1, -1)
         wire = _pack(c, count, dtype, codes)
     else:
+        r = r.copy()
+        r.reshape(-1)[count:] = 0.0  # the sum is compressed as compress() would: zero padding
         codes, alpha, s = _compress_blocks(c, r)
         wire = _pack(c, count, dtype, codes, alpha, s)
     return wire, decompress(wire, codec, count, dtype, block=block)

@@ -1,0 +1,113 @@
+// Two-shot compressed AllReduce (DESIGN §3; the TACO paper, Section 4.4.2).
+//
+// P ranks, rank r. The buffer is cut into P shards on codec-block boundaries
+// (coll/plan.h); rank j owns shard j. The shards are processed in chunks: chunk
+// c takes the next `pe` elements (a multiple of the block) of every shard, on
+// pipeline stream c % depth, using workspace slot c % depth, so that chunk c+1
+// is compressed while chunk c is on the wire. Per chunk:
+//
+//   1. Compress   for every peer j != r: A[j] = compress(sendbuff[piece j])
+//   2. AlltoAll   send A[j] to rank j, receive B[j] = rank j's compressed piece r
+//   3. Reduce     one fused kernel on the owner:
+//                   sum  = fp32 sum of decompress(B[j]) over j != r in rank order,
+//                          plus the exact own partial sendbuff[piece r]
+//                   A[r] = compress(sum), recvbuff[piece r] = decompress(A[r])
+//   4. AllGather  send A[r] to every peer, receive A[j] = rank j's reduced piece
+//   5. Expand     for every peer j != r: recvbuff[piece j] = decompress(A[j])
+//
+// Every output element is therefore decompressed from the same bytes on every
+// rank (bit-identical everywhere, the owner included), and carries at most two
+// quantizations: each partial once on its way to the owner, the sum once on the
+// way back. In place (sendbuff == recvbuff) is safe: step 3 reads the exact
+// partial of piece r in the same kernel that writes it, element by element,
+// and step 5 overwrites pieces that step 1 of the same chunk already
+// compressed; different chunks touch disjoint elements.
+//
+// Small messages (< fallbackBytes), codec `none`, and worlds too large for one
+// accumulate kernel use the transport's plain AllReduce instead.
+#include "core/check.h"
+#include "coll/coll.h"
+
+namespace taco {
+
+tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
+  if (a.count == 0) return tacoSuccess;  // like NCCL: nothing to do, nothing to check
+  const tacoDataType_t dt = a.dtype;
+  Schedule sched;
+  sched.comm = c;
+  if (usePlain(c, a.count * dtypeBytes(dt))) {
+    sched.steps.push_back(stepPlain(kPlainAllReduce, a.stream, a.sendbuff, a.recvbuff, a.count, dt));
+    return submit(std::move(sched), "AllReduce");
+  }
+
+  const int P = c->nranks, r = c->rank;
+  std::vector<Range> shard(P);
+  shardPlan(a.count, P, planGranule(c->codec), shard.data());
+  size_t maxLen = 0;
+  for (const Range& s : shard) maxLen = s.len > maxLen ? s.len : maxLen;
+  const size_t pe = commPieceElems(c, dt);
+  const size_t nChunks = chunkCount(maxLen, pe);
+
+  std::vector<Step>& st = sched.steps;
+  st.reserve(2 + nChunks * (2 * P + 3));
+  st.push_back(stepFork(a.stream));
+  std::vector<Range> piece(P);
+  for (size_t ch = 0; ch < nChunks; ++ch) {
+    const int slot = (int)(ch % (size_t)c->depth);
+    for (int j = 0; j < P; ++j) piece[j] = pieceOf(shard[j], pe, ch);
+    const Range mine = piece[r];
+    const size_t mineBytes = wireBytes(c, mine.len, dt);
+
+    // 1. Compress the pieces owned by the others.
+    for (int j = 0; j < P; ++j)
+      if (j != r && piece[j].len > 0)
+        st.push_back(stepCompress(slot, at(a.sendbuff, piece[j].off, dt), piece[j].len, dt, slotA(c, slot, j)));
+
+    // 2. AlltoAll of the compressed pieces.
+    if (P > 1) {
+      Step ex = stepExchange(slot);
+      for (int j = 0; j < P; ++j) {
+        if (j == r) continue;
+        if (piece[j].len > 0) ex.xfers.push_back(Xfer{true, j, slotA(c, slot, j), wireBytes(c, piece[j].len, dt)});
+        if (mine.len > 0) ex.xfers.push_back(Xfer{false, j, slotB(c, slot, j), mineBytes});
+      }
+      st.push_back(std::move(ex));
+    }
+
+    // 3. Owner: exact own partial + the others' in rank order, compressed once.
+    if (mine.len > 0) {
+      Step s;
+      s.kind = kStepDRC;
+      s.stream = slot;
+      s.inputs.n = 0;
+      for (int j = 0; j < P; ++j)
+        if (j != r) s.inputs.ptr[s.inputs.n++] = slotB(c, slot, j);
+      s.exact = at(a.sendbuff, mine.off, dt);
+      s.out = slotA(c, slot, r);
+      s.y = at(a.recvbuff, mine.off, dt);
+      s.count = mine.len;
+      s.dtype = dt;
+      st.push_back(std::move(s));
+    }
+
+    // 4. AllGather of the compressed reduced pieces.
+    if (P > 1) {
+      Step ex = stepExchange(slot);
+      for (int j = 0; j < P; ++j) {
+        if (j == r) continue;
+        if (mine.len > 0) ex.xfers.push_back(Xfer{true, j, slotA(c, slot, r), mineBytes});
+        if (piece[j].len > 0) ex.xfers.push_back(Xfer{false, j, slotA(c, slot, j), wireBytes(c, piece[j].len, dt)});
+      }
+      st.push_back(std::move(ex));
+    }
+
+    // 5. Everyone decompresses the others' reduced pieces.
+    for (int j = 0; j < P; ++j)
+      if (j != r && piece[j].len > 0)
+        st.push_back(stepDecompress(slot, slotA(c, slot, j), at(a.recvbuff, piece[j].off, dt), piece[j].len, dt));
+  }
+  st.push_back(stepJoin(a.stream));
+  return submit(std::move(sched), "AllReduce");
+}
+
+}  // namespace taco

@@ -1,0 +1,72 @@
+// Compressed AlltoAll.
+//
+// sendbuff holds P blocks of n = count elements; block j goes to rank j and
+// lands in block r of its recvbuff. Chunk c takes the next `pe` elements of
+// every block (codec blocks counted from the block start), on stream/slot
+// c % depth:
+//
+//   1. Compress   for every j, r included: A[j] = compress(sendbuff[block j, piece c])
+//   2. Exchange   send A[j] to rank j, receive B[j] from rank j
+//   3. Expand     recvbuff[block j, piece c] = decompress(B[j]) for j != r,
+//                 and recvbuff[block r, piece c] = decompress(A[r])
+//
+// The own block also goes through the codec (a round trip, not an exact copy):
+// every output element then carries exactly one quantization whichever rank it
+// came from, and the result is a pure function of the inputs (deterministic).
+// In place is safe: a piece is overwritten only after the same chunk compressed it.
+#include "core/check.h"
+#include "coll/coll.h"
+#include "transport/transport.h"
+
+namespace taco {
+
+tacoResult_t alltoAll(tacoComm* c, const CollArgs& a) {
+  if (a.count == 0) return tacoSuccess;
+  const tacoDataType_t dt = a.dtype;
+  const int P = c->nranks, r = c->rank;
+  const size_t n = a.count;
+  Schedule sched;
+  sched.comm = c;
+  bool plain = usePlain(c, n * P * dtypeBytes(dt));
+  if (plain && a.sendbuff == a.recvbuff && !c->transport->alltoAllInPlace()) {
+    if (!c->compressed)
+      return setError(tacoNotSupported,
+                      "AlltoAll : in-place is not supported with codec none on the %s transport; use "
+                      "separate buffers",
+                      c->transport->name());
+    plain = false;  // the compressed schedule stages through the workspace, so it can run in place
+  }
+  if (plain) {
+    sched.steps.push_back(stepPlain(kPlainAlltoAll, a.stream, a.sendbuff, a.recvbuff, n, dt));
+    return submit(std::move(sched), "AlltoAll");
+  }
+  const size_t pe = commPieceElems(c, dt);
+  const size_t nChunks = chunkCount(n, pe);
+  std::vector<Step>& st = sched.steps;
+  st.reserve(2 + nChunks * (2 * P + 1));
+  st.push_back(stepFork(a.stream));
+  for (size_t ch = 0; ch < nChunks; ++ch) {
+    const int slot = (int)(ch % (size_t)c->depth);
+    const Range pc = pieceOf(Range{0, n}, pe, ch);
+    const size_t wb = wireBytes(c, pc.len, dt);
+    for (int j = 0; j < P; ++j)
+      st.push_back(stepCompress(slot, at(a.sendbuff, j * n + pc.off, dt), pc.len, dt, slotA(c, slot, j)));
+    if (P > 1) {
+      Step ex = stepExchange(slot);
+      for (int j = 0; j < P; ++j) {
+        if (j == r) continue;
+        ex.xfers.push_back(Xfer{true, j, slotA(c, slot, j), wb});
+        ex.xfers.push_back(Xfer{false, j, slotB(c, slot, j), wb});
+      }
+      st.push_back(std::move(ex));
+    }
+    for (int j = 0; j < P; ++j) {
+      const void* src = j == r ? slotA(c, slot, r) : slotB(c, slot, j);
+      st.push_back(stepDecompress(slot, src, at(a.recvbuff, j * n + pc.off, dt), pc.len, dt));
+    }
+  }
+  st.push_back(stepJoin(a.stream));
+  return submit(std::move(sched), "AlltoAll");
+}
+
+}  // namespace taco

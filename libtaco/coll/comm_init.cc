@@ -1,0 +1,245 @@
+// Communicator lifecycle: configuration resolution, streams, events and the
+// workspace (allocated here once, never inside a call), the creation-time
+// consistency check, destroy and abort.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/check.h"
+#include "core/params.h"
+#include "coll/coll.h"
+#include "transport/transport.h"
+
+namespace taco {
+namespace {
+
+constexpr int kMaxDepth = 16;
+
+// Copies the caller's config (min(size, sizeof), as NCCL does) and fills every
+// undefined field from the environment (taco::envParams()).
+tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op) {
+  tacoConfig_t cfg = TACO_CONFIG_INITIALIZER;
+  if (user != nullptr) {
+    if (user->size < offsetof(tacoConfig_t, version) + sizeof(unsigned) || user->magic != TACO_CONFIG_MAGIC)
+      return setError(tacoInvalidArgument,
+                      "%s : config argument is not initialised (bad size or magic; start from "
+                      "TACO_CONFIG_INITIALIZER)",
+                      op);
+    memcpy(&cfg, user, user->size < sizeof(cfg) ? user->size : sizeof(cfg));
+    cfg.size = sizeof(cfg);
+  }
+  const EnvParams& env = envParams();
+  c->codecSpec = cfg.codec != nullptr ? cfg.codec : env.codec;
+  if (cfg.chunkBytes == TACO_CONFIG_UNDEF_SIZE) cfg.chunkBytes = env.chunkBytes;
+  if (cfg.fallbackBytes == TACO_CONFIG_UNDEF_SIZE) cfg.fallbackBytes = env.fallbackBytes;
+  if (cfg.pipelineDepth == TACO_CONFIG_UNDEF_INT) cfg.pipelineDepth = env.pipelineDepth;
+  if (cfg.checkConsistency == TACO_CONFIG_UNDEF_INT) cfg.checkConsistency = env.checkConsistency;
+  TACO_CHECK(parseCodecSpec(c->codecSpec.c_str(), &c->codec, op));
+  if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s : config chunkBytes must be > 0", op);
+  if (cfg.pipelineDepth < 1 || cfg.pipelineDepth > kMaxDepth)
+    return setError(tacoInvalidArgument, "%s : config pipelineDepth %d is outside [1, %d] (2 or more overlap)",
+                    op, cfg.pipelineDepth, kMaxDepth);
+  cfg.checkConsistency = cfg.checkConsistency ? 1 : 0;
+  cfg.codec = c->codecSpec.c_str();
+  c->config = cfg;
+  return tacoSuccess;
+}
+
+// Sets up streams, events and workspace; the transport is already attached.
+tacoResult_t commSetup(tacoComm* c) {
+  TACO_CUDA_CHECK(cudaGetDevice(&c->device));
+  c->compressed = c->codec.id != tacoCodecNone;
+  if (c->compressed && c->nranks - 1 > TACO_MAX_ACCUM_INPUTS) {
+    TACO_WARN("%d ranks exceed the %d inputs of one accumulate kernel: collectives fall back to plain %s",
+              c->nranks, TACO_MAX_ACCUM_INPUTS, c->transport->name());
+    c->compressed = false;
+  }
+  c->depth = c->config.pipelineDepth;
+  c->streams.assign(c->depth, nullptr);
+  c->joinEvents.assign(c->depth, nullptr);
+  for (int i = 0; i < c->depth; ++i) {
+    TACO_CUDA_CHECK(cudaStreamCreateWithFlags(&c->streams[i], cudaStreamNonBlocking));
+    TACO_CUDA_CHECK(cudaEventCreateWithFlags(&c->joinEvents[i], cudaEventDisableTiming));
+  }
+  TACO_CUDA_CHECK(cudaEventCreateWithFlags(&c->forkEvent, cudaEventDisableTiming));
+  if (!c->compressed) return tacoSuccess;
+  // Workspace: depth slots x 2 regions x P pieces of the largest compressed piece
+  // any dtype can produce for this chunk size.
+  size_t cap = 0;
+  for (int d = 0; d < tacoNumDataTypes; ++d) {
+    const tacoDataType_t dt = (tacoDataType_t)d;
+    const size_t b = wireLayout(c->codec, commPieceElems(c, dt), dt).totalBytes;
+    cap = b > cap ? b : cap;
+  }
+  c->pieceCap = (cap + 255) / 256 * 256;
+  c->workspaceBytes = (size_t)c->depth * 2 * c->nranks * c->pieceCap;
+  cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->workspace), c->workspaceBytes);
+  if (e != cudaSuccess) {
+    c->workspace = nullptr;
+    (void)cudaGetLastError();
+    return setError(tacoOutOfMemory,
+                    "communicator workspace of %zu bytes (depth %d x 2 x %d ranks x %zu) could not be "
+                    "allocated: '%s'; lower chunkBytes or pipelineDepth",
+                    c->workspaceBytes, c->depth, c->nranks, c->pieceCap, cudaGetErrorString(e));
+  }
+  TACO_INFO("rank %d/%d codec %s workspace %zu bytes, chunk %zu, depth %d", c->rank, c->nranks,
+            c->codecSpec.c_str(), c->workspaceBytes, c->config.chunkBytes, c->depth);
+  return tacoSuccess;
+}
+
+void commFree(tacoComm* c) {
+  if (c->workspace) cudaFree(c->workspace);
+  for (cudaStream_t s : c->streams) if (s) cudaStreamDestroy(s);
+  for (cudaEvent_t e : c->joinEvents) if (e) cudaEventDestroy(e);
+  if (c->forkEvent) cudaEventDestroy(c->forkEvent);
+  delete c->transport;
+  delete c;
+}
+
+// What ranks must agree on. Fixed-width fields: compared byte for byte.
+struct Consistency {
+  uint32_t magic;
+  int32_t version;
+  int32_t codecId;
+  int32_t blockSize;
+  uint64_t chunkBytes;
+  uint64_t fallbackBytes;
+  int32_t pipelineDepth;
+  int32_t nranks;
+};
+constexpr uint32_t kConsistencyMagic = 0x7ac0c4ecu;
+
+tacoResult_t consistencyCheck(tacoComm* c) {
+  Consistency mine;
+  memset(&mine, 0, sizeof(mine));
+  mine.magic = kConsistencyMagic;
+  mine.version = TACO_VERSION_CODE;  // this build's version
+  mine.codecId = c->codec.id;
+  mine.blockSize = c->codec.blockSize;
+  mine.chunkBytes = c->config.chunkBytes;
+  mine.fallbackBytes = c->config.fallbackBytes;
+  mine.pipelineDepth = c->depth;
+  mine.nranks = c->nranks;
+  std::vector<Consistency> all(c->nranks);
+  TACO_CHECK(c->transport->hostAllGather(&mine, all.data(), sizeof(mine)));
+  for (int q = 0; q < c->nranks; ++q) {
+    const Consistency& a = all[0];
+    const Consistency& b = all[q];
+#define TACO_CMP(field, label)                                                                      \
+  if (a.field != b.field)                                                                           \
+    return setError(tacoRemoteError,                                                                \
+                    "consistency check failed: ranks disagree on %s (rank 0 has %lld, rank %d has %lld); " \
+                    "every rank must use the same libtaco build and configuration",                 \
+                    label, (long long)a.field, q, (long long)b.field);
+    TACO_CMP(magic, "libtaco check format")
+    TACO_CMP(version, "library version")
+    TACO_CMP(codecId, "codec id")
+    TACO_CMP(blockSize, "codec block size")
+    TACO_CMP(chunkBytes, "chunkBytes")
+    TACO_CMP(fallbackBytes, "fallbackBytes")
+    TACO_CMP(pipelineDepth, "pipelineDepth")
+    TACO_CMP(nranks, "nranks")
+#undef TACO_CMP
+  }
+  return tacoSuccess;
+}
+
+}  // namespace
+
+tacoResult_t parseCodecSpec(const char* spec, tacoCodec_t* codec, const char* what) {
+  if (spec == nullptr) return setError(tacoInvalidArgument, "%s : codec spec is NULL", what);
+  char name[64];
+  const char* colon = strchr(spec, ':');
+  const size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+  if (len == 0 || len >= sizeof(name))
+    return setError(tacoInvalidArgument, "%s : codec '%s' is not a codec spec (name[:block=N])", what, spec);
+  memcpy(name, spec, len);
+  name[len] = '\0';
+  const CodecDesc* d = codecByName(name);
+  if (d == nullptr) return setError(tacoInvalidArgument, "%s : unknown codec '%s'", what, name);
+  tacoCodec_t cd = {d->id, d->defaultBlock};
+  if (colon != nullptr) {
+    const char* opt = colon + 1;
+    if (strncmp(opt, "block=", 6) != 0)
+      return setError(tacoInvalidArgument, "%s : codec option '%s' is unknown (only block=N)", what, opt);
+    char* end = nullptr;
+    long b = strtol(opt + 6, &end, 10);
+    if (end == opt + 6 || *end != '\0')
+      return setError(tacoInvalidArgument, "%s : codec block '%s' is not an integer", what, opt + 6);
+    cd.blockSize = (int)b;
+  }
+  TACO_CHECK(codecCheck(cd, what));
+  *codec = cd;
+  return tacoSuccess;
+}
+
+tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op) {
+  tacoComm tmp;
+  return resolveConfig(config, &tmp, op);
+}
+
+tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consistency, tacoComm** out) {
+  tacoComm* c = new (std::nothrow) tacoComm();
+  if (c == nullptr) {
+    delete t;
+    return setError(tacoSystemError, "communicator: out of host memory");
+  }
+  c->transport = t;
+  c->rank = t->rank();
+  c->nranks = t->nranks();
+  tacoResult_t r = resolveConfig(config, c, "CommInit");
+  if (r == tacoSuccess) r = commSetup(c);
+  if (r == tacoSuccess && consistency && c->config.checkConsistency && c->nranks > 1) r = consistencyCheck(c);
+  if (r != tacoSuccess) {
+    // An owned NCCL communicator must be torn down too.
+    t->abort();
+    commFree(c);
+    return r;
+  }
+  *out = c;
+  return tacoSuccess;
+}
+
+tacoResult_t commCreateLoopback(tacoComm** comms, int nranks, const tacoConfig_t* config) {
+  std::vector<Transport*> ts(nranks > 0 ? nranks : 0, nullptr);
+  TACO_CHECK(loopbackCreate(nranks, ts.data()));
+  for (int r = 0; r < nranks; ++r) {
+    tacoResult_t res = commCreate(ts[r], config, false, &comms[r]);
+    if (res != tacoSuccess) {
+      for (int q = 0; q < r; ++q) commFree(comms[q]), comms[q] = nullptr;
+      for (int q = r + 1; q < nranks; ++q) delete ts[q];
+      return res;
+    }
+  }
+  return tacoSuccess;
+}
+
+tacoResult_t commDestroy(tacoComm* c, bool abort) {
+  if (c->pendingOps > 0) {
+    if (!abort)
+      return setError(tacoInvalidUsage,
+                      "CommDestroy : %d collectives of this communicator are queued in an open group; call "
+                      "tacoGroupEnd first (or tacoCommAbort)",
+                      c->pendingOps);
+    groupForget(c);
+  }
+  tacoResult_t res = tacoSuccess;
+  if (!abort) {
+    for (cudaStream_t s : c->streams) {
+      cudaError_t e = cudaStreamSynchronize(s);
+      if (e != cudaSuccess && res == tacoSuccess)
+        res = setError(tacoUnhandledCudaError, "CommDestroy : waiting for the communicator's work: '%s'",
+                       cudaGetErrorString(e));
+    }
+    tacoResult_t f = c->transport->finalize();
+    if (res == tacoSuccess) res = f;
+  } else {
+    tacoResult_t f = c->transport->abort();
+    if (res == tacoSuccess) res = f;
+  }
+  commFree(c);
+  return res;
+}
+
+}  // namespace taco

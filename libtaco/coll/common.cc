@@ -1,0 +1,71 @@
+#include "core/check.h"
+#include "coll/coll.h"
+
+namespace taco {
+
+size_t wireBytes(const tacoComm* c, size_t n, tacoDataType_t dtype) {
+  return n == 0 ? 0 : wireLayout(c->codec, n, dtype).totalBytes;
+}
+
+bool usePlain(const tacoComm* c, size_t bytes) { return !c->compressed || bytes < c->config.fallbackBytes; }
+
+size_t commPieceElems(const tacoComm* c, tacoDataType_t dtype) {
+  return pieceElems(c->config.chunkBytes, c->nranks, dtypeBytes(dtype), planGranule(c->codec));
+}
+
+const char* at(const void* base, size_t elem, tacoDataType_t dtype) {
+  return static_cast<const char*>(base) + elem * dtypeBytes(dtype);
+}
+char* at(void* base, size_t elem, tacoDataType_t dtype) { return static_cast<char*>(base) + elem * dtypeBytes(dtype); }
+
+Step stepFork(cudaStream_t user) {
+  Step s;
+  s.kind = kStepFork;
+  s.user = user;
+  return s;
+}
+Step stepJoin(cudaStream_t user) {
+  Step s;
+  s.kind = kStepJoin;
+  s.user = user;
+  return s;
+}
+Step stepCompress(int stream, const void* in, size_t count, tacoDataType_t dt, void* out) {
+  Step s;
+  s.kind = kStepCompress;
+  s.stream = stream;
+  s.in = in;
+  s.count = count;
+  s.dtype = dt;
+  s.out = out;
+  return s;
+}
+Step stepDecompress(int stream, const void* in, void* y, size_t count, tacoDataType_t dt) {
+  Step s;
+  s.kind = kStepDecompress;
+  s.stream = stream;
+  s.in = in;
+  s.y = y;
+  s.count = count;
+  s.dtype = dt;
+  return s;
+}
+Step stepExchange(int stream) {
+  Step s;
+  s.kind = kStepExchange;
+  s.stream = stream;
+  return s;
+}
+Step stepPlain(PlainKind k, cudaStream_t user, const void* in, void* y, size_t count, tacoDataType_t dt) {
+  Step s;
+  s.kind = kStepPlain;
+  s.plain = k;
+  s.user = user;
+  s.in = in;
+  s.y = y;
+  s.count = count;
+  s.dtype = dt;
+  return s;
+}
+
+}  // namespace taco

@@ -1,0 +1,197 @@
+// Runs schedules: the lockstep executor shared by both transports, and the
+// thread-local group that queues schedules between tacoGroupStart/End.
+#include <algorithm>
+#include <map>
+
+#include "core/check.h"
+#include "coll/schedule.h"
+#include "transport/transport.h"
+
+namespace taco {
+namespace {
+
+cudaStream_t streamOf(tacoComm* c, const Step& s) { return s.stream < 0 ? s.user : c->streams[s.stream]; }
+
+tacoResult_t runLocal(tacoComm* c, const Step& s) {
+  const cudaStream_t st = streamOf(c, s);
+  switch (s.kind) {
+    case kStepFork:
+      TACO_CUDA_CHECK(cudaEventRecord(c->forkEvent, s.user));
+      for (int i = 0; i < c->depth; ++i) TACO_CUDA_CHECK(cudaStreamWaitEvent(c->streams[i], c->forkEvent, 0));
+      return tacoSuccess;
+    case kStepJoin:
+      for (int i = 0; i < c->depth; ++i) {
+        TACO_CUDA_CHECK(cudaEventRecord(c->joinEvents[i], c->streams[i]));
+        TACO_CUDA_CHECK(cudaStreamWaitEvent(s.user, c->joinEvents[i], 0));
+      }
+      return tacoSuccess;
+    case kStepCompress:
+      TACO_CUDA_CHECK(launchCompress(c->codec, s.in, s.count, s.dtype, s.out, st));
+      return tacoSuccess;
+    case kStepDecompress:
+      TACO_CUDA_CHECK(launchDecompress(c->codec, s.in, s.y, s.count, s.dtype, st));
+      return tacoSuccess;
+    case kStepDecAccum:
+      TACO_CUDA_CHECK(launchDecompressAccumulate(c->codec, s.inputs, s.exact, s.y, s.count, s.dtype, st));
+      return tacoSuccess;
+    case kStepDRC:
+      TACO_CUDA_CHECK(
+          launchDecompressReduceCompress(c->codec, s.inputs, s.exact, s.out, s.y, s.count, s.dtype, st));
+      return tacoSuccess;
+    default:
+      return setError(tacoInternalError, "executor: step kind %d is not local", (int)s.kind);
+  }
+}
+
+tacoResult_t postSync(tacoComm* c, const Step& s) {
+  Transport* t = c->transport;
+  const cudaStream_t st = streamOf(c, s);
+  if (s.kind == kStepExchange) {
+    for (const Xfer& x : s.xfers) {
+      if (x.send) TACO_CHECK(t->send(x.buf, x.bytes, x.peer, st));
+      else TACO_CHECK(t->recv(x.buf, x.bytes, x.peer, st));
+    }
+    return tacoSuccess;
+  }
+  switch (s.plain) {
+    case kPlainAllReduce: return t->allReduce(s.in, s.y, s.count, s.dtype, st);
+    case kPlainReduceScatter: return t->reduceScatter(s.in, s.y, s.count, s.dtype, st);
+    case kPlainAllGather: return t->allGather(s.in, s.y, s.count, s.dtype, st);
+    case kPlainAlltoAll: return t->alltoAll(s.in, s.y, s.count, s.dtype, st);
+  }
+  return setError(tacoInternalError, "executor: bad plain collective %d", (int)s.plain);
+}
+
+}  // namespace
+
+tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
+  const size_t n = progs.size();
+  std::vector<size_t> pc(n, 0);
+  for (;;) {
+    size_t atEnd = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Schedule& p = *progs[i];
+      while (pc[i] < p.steps.size() && !isSyncStep(p.steps[pc[i]])) TACO_CHECK(runLocal(p.comm, p.steps[pc[i]++]));
+      if (pc[i] == p.steps.size()) ++atEnd;
+    }
+    if (atEnd == n) return tacoSuccess;
+    if (atEnd != 0) {
+      size_t done = 0, waiting = 0;
+      for (size_t i = 0; i < n; ++i) (pc[i] == progs[i]->steps.size() ? done : waiting) = i;
+      return setError(tacoInvalidUsage,
+                      "ranks issued different collectives in one group: rank %d has finished while rank %d "
+                      "still waits to communicate",
+                      progs[done]->comm->rank, progs[waiting]->comm->rank);
+    }
+    const StepKind kind = progs[0]->steps[pc[0]].kind;
+    for (size_t i = 1; i < n; ++i)
+      if (progs[i]->steps[pc[i]].kind != kind)
+        return setError(tacoInvalidUsage,
+                        "ranks issued different collectives in one group (rank %d exchanges while rank %d "
+                        "runs a plain collective)",
+                        progs[0]->comm->rank, progs[i]->comm->rank);
+    // One transport group around every rank's part of this step; always balanced.
+    tacoResult_t res = tacoSuccess;
+    size_t started = 0;
+    for (; started < n && res == tacoSuccess; ++started) res = progs[started]->comm->transport->groupStart();
+    if (res != tacoSuccess) --started;
+    for (size_t i = 0; i < n && res == tacoSuccess; ++i) res = postSync(progs[i]->comm, progs[i]->steps[pc[i]]);
+    for (size_t i = 0; i < started; ++i) {
+      tacoResult_t e = progs[i]->comm->transport->groupEnd();
+      if (res == tacoSuccess) res = e;
+    }
+    TACO_CHECK(res);
+    for (size_t i = 0; i < n; ++i) ++pc[i];
+  }
+}
+
+// ---------------------------------------------------------------- groups
+namespace {
+thread_local int tGroupDepth = 0;
+thread_local std::vector<Schedule> tPending;
+thread_local std::vector<const char*> tPendingNames;
+}  // namespace
+
+tacoResult_t groupStart() {
+  ++tGroupDepth;
+  return tacoSuccess;
+}
+
+void groupForget(tacoComm* comm) {
+  for (size_t i = 0; i < tPending.size();) {
+    if (tPending[i].comm == comm) {
+      tPending.erase(tPending.begin() + i);
+      tPendingNames.erase(tPendingNames.begin() + i);
+    } else {
+      ++i;
+    }
+  }
+  comm->pendingOps = 0;
+}
+
+tacoResult_t submit(Schedule&& s, const char* opName) {
+  tacoComm* c = s.comm;
+  if (tGroupDepth > 0) {
+    tPending.push_back(std::move(s));
+    tPendingNames.push_back(opName);
+    ++c->pendingOps;
+    return tacoSuccess;
+  }
+  if (loopbackWorldOf(c->transport) != nullptr && c->nranks > 1)
+    return setError(tacoInvalidUsage,
+                    "%s : a loopback communicator of %d ranks must be driven inside "
+                    "tacoGroupStart()/tacoGroupEnd(), one call per rank",
+                    opName, c->nranks);
+  std::vector<Schedule*> one{&s};
+  return runLockstep(one);
+}
+
+tacoResult_t groupEnd() {
+  if (tGroupDepth == 0) return setError(tacoInvalidUsage, "GroupEnd : no group is open (unbalanced tacoGroupEnd)");
+  if (--tGroupDepth > 0) return tacoSuccess;
+  std::vector<Schedule> pending;
+  pending.swap(tPending);
+  tPendingNames.clear();
+  for (Schedule& s : pending) s.comm->pendingOps = 0;
+
+  // Buckets: one per loopback world; every NCCL communicator in one bucket.
+  // Within a bucket, one merged program per communicator, in issue order.
+  std::map<const void*, std::vector<Schedule>> buckets;
+  std::vector<const void*> order;
+  for (Schedule& s : pending) {
+    const void* key = loopbackWorldOf(s.comm->transport);
+    auto& progs = buckets[key];
+    if (progs.empty()) order.push_back(key);
+    auto it = std::find_if(progs.begin(), progs.end(), [&](const Schedule& p) { return p.comm == s.comm; });
+    if (it == progs.end()) {
+      progs.push_back(std::move(s));
+    } else {
+      for (Step& st : s.steps) it->steps.push_back(std::move(st));
+    }
+  }
+  tacoResult_t first = tacoSuccess;
+  for (const void* key : order) {
+    auto& progs = buckets[key];
+    std::sort(progs.begin(), progs.end(), [](const Schedule& a, const Schedule& b) { return a.comm->rank < b.comm->rank; });
+    tacoResult_t res = tacoSuccess;
+    if (key != nullptr && (int)progs.size() != progs[0].comm->nranks) {
+      int missing = 0;
+      for (const Schedule& p : progs) if (p.comm->rank == missing) ++missing;
+      res = setError(tacoInvalidUsage,
+                     "GroupEnd : loopback rank %d of %d issued no collective in this group (every rank of a "
+                     "loopback world must make the same calls)",
+                     missing, progs[0].comm->nranks);
+    } else {
+      std::vector<Schedule*> ptrs;
+      for (Schedule& p : progs) ptrs.push_back(&p);
+      res = runLockstep(ptrs);
+    }
+    if (res != tacoSuccess) {
+      for (Schedule& p : progs) commRecordError(p.comm);
+      if (first == tacoSuccess) first = res;
+    }
+  }
+  return first;
+}
+
+}  // namespace taco

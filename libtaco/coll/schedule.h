@@ -1,0 +1,71 @@
+// A collective as data: a list of steps per rank (DESIGN §4). Builders in
+// coll/*.cc turn one call into one Schedule; the executor (coll/executor.cc)
+// runs the schedules of one or several ranks in lockstep: local steps
+// (kernels, fork/join) are enqueued on that rank's streams; sync steps
+// (exchanges, plain collectives) are posted by every rank inside one
+// transport group. The NCCL executor is the same code with one rank.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "codec/codec.h"
+#include "core/comm.h"
+
+namespace taco {
+
+enum StepKind {
+  kStepFork,        // pipeline streams wait for the user stream
+  kStepJoin,        // the user stream waits for the pipeline streams
+  kStepCompress,    // out = compress(in[0:count])
+  kStepDecompress,  // y = decompress(in)
+  kStepDecAccum,    // y = sum(decompress(inputs)) + exact
+  kStepDRC,         // out = compress(sum(decompress(inputs)) + exact), y = decompress(out)
+  kStepExchange,    // grouped send/recv (sync)
+  kStepPlain        // plain collective on raw dtype (sync)
+};
+
+enum PlainKind { kPlainAllReduce, kPlainReduceScatter, kPlainAllGather, kPlainAlltoAll };
+
+struct Xfer {
+  bool send;
+  int peer;
+  void* buf;
+  size_t bytes;
+};
+
+struct Step {
+  StepKind kind;
+  int stream = -1;  // pipeline stream index; -1: the user stream
+  cudaStream_t user = nullptr;
+  const void* in = nullptr;
+  void* out = nullptr;
+  void* y = nullptr;
+  const void* exact = nullptr;
+  size_t count = 0;
+  tacoDataType_t dtype = tacoFloat32;
+  AccumInputs inputs{};  // inputs.n valid for DecAccum / DRC
+  PlainKind plain = kPlainAllReduce;
+  std::vector<Xfer> xfers;
+};
+
+struct Schedule {
+  tacoComm* comm = nullptr;
+  std::vector<Step> steps;
+};
+
+inline bool isSyncStep(const Step& s) { return s.kind == kStepExchange || s.kind == kStepPlain; }
+
+// Runs the programs (one per rank, ranks of one world or NCCL communicators
+// driven from this thread) in lockstep.
+tacoResult_t runLockstep(std::vector<Schedule*>& programs);
+
+// Submits a schedule: queued if a group is open, else run now (a loopback
+// world of more than one rank needs a group: tacoInvalidUsage).
+tacoResult_t submit(Schedule&& s, const char* opName);
+tacoResult_t groupStart();
+tacoResult_t groupEnd();
+// Drops the communicator's queued schedules (abort inside a group).
+void groupForget(tacoComm* comm);
+
+}  // namespace taco

@@ -1,0 +1,13 @@
+#include "core/comm.h"
+
+#include "core/check.h"
+
+namespace taco {
+
+void commRecordError(tacoComm* c) {
+  if (c != nullptr) c->lastError = lastError();
+}
+
+const char* commLastError(const tacoComm* c) { return c != nullptr ? c->lastError.c_str() : ""; }
+
+}  // namespace taco

@@ -1,0 +1,57 @@
+// The communicator object behind tacoComm_t: one rank of a group, its
+// transport, its resolved configuration, its streams, events and workspace.
+// Created and destroyed by coll/comm_init.cc; the fields are plain data so
+// every layer above core can read them.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "taco.h"
+
+namespace taco {
+class Transport;  // transport/transport.h
+}
+
+struct tacoComm {
+  int rank = 0;
+  int nranks = 1;
+  int device = 0;
+  taco::Transport* transport = nullptr;
+
+  // Resolved configuration (every field defined); config.codec points into codecSpec.
+  tacoConfig_t config;
+  std::string codecSpec;
+  tacoCodec_t codec = {0, 0};
+  bool compressed = false;  // codec != none and the compressed schedules can run on this many ranks
+
+  // Chunk pipeline: `depth` streams forked from and joined back into the user's stream.
+  int depth = 0;
+  std::vector<cudaStream_t> streams;
+  cudaEvent_t forkEvent = nullptr;
+  std::vector<cudaEvent_t> joinEvents;
+
+  // Workspace: `depth` slots; each slot holds two regions (A, B) of nranks
+  // compressed pieces, each piece `pieceCap` bytes (docs/collectives.md §Workspace).
+  char* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  size_t pieceCap = 0;
+
+  int pendingOps = 0;  // collectives queued in an open group
+  std::string lastError;  // last failure of an operation on this communicator
+};
+
+namespace taco {
+// Region A / B of pipeline slot `slot`, piece `j`.
+inline char* slotA(tacoComm* c, int slot, int j) {
+  return c->workspace + ((size_t)slot * 2 * c->nranks + j) * c->pieceCap;
+}
+inline char* slotB(tacoComm* c, int slot, int j) {
+  return c->workspace + ((size_t)slot * 2 * c->nranks + c->nranks + j) * c->pieceCap;
+}
+// Records the thread's last error (taco::lastError()) on the communicator.
+void commRecordError(tacoComm* c);
+// The communicator's last error, or "" (for tacoGetLastError).
+const char* commLastError(const tacoComm* c);
+}  // namespace taco

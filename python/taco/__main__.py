@@ -1,0 +1,184 @@
+"""python -m taco: information and benchmarks.
+
+    python -m taco info                 library, header, NCCL, GPUs, codecs, TACO_* settings
+    python -m taco bench codec [...]    codec speed vs memcpy and accuracy (see --help)
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import glob
+import importlib.util
+import os
+import sys
+
+from . import _cuda, _lib
+
+
+def _nccl_candidates() -> list[tuple[str, str]]:
+    """(where it came from, path) for every NCCL this process could use."""
+    out: list[tuple[str, str]] = []
+    env = os.environ.get("TACO_NCCL_LIBRARY")
+    if env:
+        out.append(("TACO_NCCL_LIBRARY", env))
+    try:
+        with open("/proc/self/maps") as f:
+            loaded = sorted({ln.split()[-1] for ln in f if "libnccl.so" in ln})
+        out += [("already loaded in this process", p) for p in loaded if p.startswith("/")]
+    except OSError:
+        pass
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except (ImportError, ValueError):
+        spec = None
+    if spec and spec.submodule_search_locations:
+        for d in spec.submodule_search_locations:
+            out += [("nvidia-nccl wheel", p) for p in sorted(glob.glob(os.path.join(d, "lib", "libnccl.so*")))]
+    out.append(("system linker path", "libnccl.so.2"))
+    return out
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _so_path(handle: ctypes.CDLL, symbol: str) -> str | None:
+    """The file a loaded library's `symbol` lives in (dladdr)."""
+    try:
+        addr = ctypes.cast(getattr(handle, symbol), ctypes.c_void_p)
+        for libname in (None, "libdl.so.2"):
+            try:
+                dladdr = ctypes.CDLL(libname).dladdr
+                break
+            except (OSError, AttributeError):
+                continue
+        else:
+            return None
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        if dladdr(addr, ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(info.dli_fname.decode())
+    except (AttributeError, OSError):
+        pass
+    return None
+
+
+def nccl_info() -> list[dict]:
+    found, seen = [], set()
+    for source, path in _nccl_candidates():
+        try:
+            h = ctypes.CDLL(path)
+        except OSError as e:
+            if source == "TACO_NCCL_LIBRARY":  # the user asked for this one: say why it fails
+                found.append({"source": source, "path": path, "version": None, "error": str(e)})
+            continue
+        v = ctypes.c_int(0)
+        try:
+            rc = h.ncclGetVersion(ctypes.byref(v))
+        except AttributeError:
+            rc = -1
+        real = _so_path(h, "ncclGetVersion") or path
+        if real in seen:
+            continue
+        seen.add(real)
+        code = v.value if rc == 0 else None
+        ver = None
+        if code is not None:
+            # NCCL >= 2.9: MAJOR*10000 + MINOR*100 + PATCH; older: MAJOR*1000 + MINOR*100 + PATCH
+            ver = (f"{code // 10000}.{code // 100 % 100}.{code % 100}" if code >= 20900
+                   else f"{code // 1000}.{code // 100 % 10}.{code % 100}")
+        found.append({"source": source, "path": real, "version": ver})
+    return found
+
+
+def info(out=sys.stdout) -> int:
+    import taco
+
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    p(f"taco (python)     {taco.__version__} at {os.path.dirname(taco.__file__)}")
+    try:
+        p(f"header            {_lib.header_path()}")
+    except _lib.LibraryNotFoundError as e:
+        p(f"header            not found: {e}")
+        return 1
+    rc = 0
+    try:
+        lib = _lib.lib()
+        p(f"libtaco           {taco.library_version()} at {_lib.library_path()}")
+    except _lib.LibraryNotFoundError as e:
+        p(f"libtaco           not found: {e}")
+        lib, rc = None, 1
+
+    nccl = nccl_info()
+    if not nccl:
+        p("NCCL              not found (collectives unavailable; codecs work)")
+    for i, n in enumerate(nccl):
+        what = f"cannot load: {n['error']}" if n.get("error") else f"{n['version'] or '?'} at {n['path']}"
+        p(f"{'NCCL' if i == 0 else '':<17} {what} ({n['source']})")
+
+    dv, rv = _cuda.driver_version(), _cuda.runtime_version()
+    if dv is None:
+        p("CUDA driver       none")
+    else:
+        p(f"CUDA driver       {dv // 1000}.{dv % 1000 // 10}"
+          + (f", runtime {rv // 1000}.{rv % 1000 // 10}" if rv else ""))
+    gpus = _cuda.devices()
+    if not gpus:
+        p("GPUs              none")
+    for g in gpus:
+        p(f"GPU {g['index']:<13} {g['name']}, {g['memory_bytes'] / 2**30:.0f} GiB, "
+          f"compute capability {g['compute_capability']}")
+
+    if lib is not None:
+        from .codec import _info
+
+        p("")
+        p(f"{'id':>2} {'codec':<14} {'block':>5} {'bits':>4} {'scales':>6} {'rot':>3} {'fmt':>3}  description")
+        f = _lib.ffi()
+        for i in range(lib.tacoNumCodecs):
+            c = f.new("tacoCodec_t*")
+            if lib.tacoCodecFromId(i, 0, c) != lib.tacoSuccess:
+                continue
+            d = _info(c[0])
+            p(f"{d['id']:>2} {d['name']:<14} {d['block_size']:>5} {d['code_bits']:>4} "
+              f"{d['scales_per_block']:>6} {'yes' if d['rotated'] else 'no':>3} "
+              f"{d['format_version']:>3}  {d['description']}")
+
+    p("")
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("TACO_"))
+    p("TACO_* environment (every variable is documented in docs/tuning.md):")
+    if not env:
+        p("  (none set: library defaults)")
+    binding = {"TACO_LIBRARY", "TACO_INCLUDE"}
+    for k, v in env:
+        p(f"  {k}={v}" + ("   (Python binding: where libtaco/taco.h are found)" if k in binding else ""))
+    return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m taco", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="library, header, NCCL, GPUs, codecs, TACO_* settings")
+    bench = sub.add_parser("bench", help="benchmarks")
+    bsub = bench.add_subparsers(dest="what", required=True)
+    from . import bench_codec
+
+    bc = bsub.add_parser("codec", help="codec speed vs memcpy and accuracy",
+                         description=bench_codec.__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench_codec.add_arguments(bc)
+    args = parser.parse_args(argv)
+    if args.cmd == "info":
+        return info()
+    if args.cmd == "bench" and args.what == "codec":
+        return bench_codec.run(args)
+    parser.error("unknown command")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

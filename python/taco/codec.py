@@ -1,0 +1,294 @@
+"""The codec API on arrays: compress, decompress, decompress-accumulate and
+decompress-reduce-compress, on host arrays (numpy, CPU torch tensors: the CPU
+twin, tacoHost*) and on device arrays (CuPy, torch, CAI, DLPack: one fused
+kernel each, stream-ordered).
+
+A codec is a spec string ("taco", "fp8-block", "taco:block=128"), optionally
+with block=; a codec id (int) is accepted too. Compressed buffers are flat
+uint8 arrays whose size is compressed_size(codec, count, dtype).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import _lib
+from ._arrays import (
+    Buf,
+    alloc,
+    check_data,
+    check_same_place,
+    check_writable,
+    describe,
+    device_of,
+    dtype_name,
+    stream_handle,
+    taco_dtype,
+    _invalid,
+)
+from .errors import check
+
+__all__ = [
+    "compress",
+    "decompress",
+    "decompress_accumulate",
+    "decompress_reduce_compress",
+    "compressed_size",
+    "codec_info",
+    "codecs",
+    "find_codec",
+]
+
+
+# ------------------------------------------------------------------ codecs
+
+
+def find_codec(codec: Any = "taco", block: int | None = None):
+    """The tacoCodec_t (a cffi struct, by value) for a spec string, a codec id,
+    or an existing tacoCodec_t; `block` overrides the block size."""
+    f, lib = _lib.ffi(), _lib.lib()
+    c = f.new("tacoCodec_t*")
+    if isinstance(codec, str):
+        check(lib.tacoCodecFind(codec.encode(), c))
+        if block is not None and ":block=" in codec and int(block) != c.blockSize:
+            raise _invalid(f"codec: spec {codec!r} and block={block} disagree on the block size")
+    elif isinstance(codec, f.CData) and f.typeof(codec) is f.typeof("tacoCodec_t"):
+        c[0] = codec
+    elif isinstance(codec, int) and not isinstance(codec, bool):
+        check(lib.tacoCodecFromId(codec, 0, c))
+    else:
+        raise TypeError(f"codec: expected a spec string or a codec id, got {type(codec).__name__}")
+    if block is not None:
+        check(lib.tacoCodecFromId(c.id, int(block), c))
+    return c[0]
+
+
+def _info(c) -> dict:
+    f, lib = _lib.ffi(), _lib.lib()
+    info = f.new("tacoCodecInfo_t*")
+    check(lib.tacoCodecGetInfo(c, info))
+    return {
+        "name": f.string(info.name).decode(),
+        "description": f.string(info.description).decode(),
+        "id": info.id,
+        "block_size": info.blockSize,
+        "code_bits": info.codeBits,
+        "scales_per_block": info.scalesPerBlock,
+        "rotated": bool(info.rotated),
+        "format_version": info.formatVersion,
+    }
+
+
+def codec_info(codec: Any = "taco", *, block: int | None = None) -> dict:
+    """What a codec is: name, description, id, block_size, code_bits,
+    scales_per_block, rotated, format_version."""
+    return _info(find_codec(codec, block))
+
+
+def codecs() -> list[str]:
+    """Registry names of every codec, in id order."""
+    lib = _lib.lib()
+    f = _lib.ffi()
+    names = []
+    for i in range(lib.tacoNumCodecs):
+        c = f.new("tacoCodec_t*")
+        check(lib.tacoCodecFromId(i, 0, c))
+        names.append(_info(c[0])["name"])
+    return names
+
+
+def compressed_size(codec: Any, count: int, dtype: Any, *, block: int | None = None) -> int:
+    """Bytes that compressing `count` elements of `dtype` takes, header included."""
+    f, lib = _lib.ffi(), _lib.lib()
+    out = f.new("size_t*")
+    check(lib.tacoCompressedSize(find_codec(codec, block), int(count), taco_dtype(dtype), out))
+    return int(out[0])
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _vp(b: Buf | None):
+    f = _lib.ffi()
+    return f.NULL if b is None else f.cast("void*", b.ptr)
+
+
+def _stream(b: Buf):
+    return _lib.ffi().cast("tacoStream_t", b.stream or 0)
+
+
+def _resolve_stream(first: Buf, stream: int | None, name: str) -> None:
+    if stream is not None and not first.is_device:
+        raise _invalid(f"stream: given, but {name} is in host memory (host calls are synchronous)")
+
+
+def _data_out(out: Any, like: Buf, count: int, dname: str, name: str = "out") -> tuple[Any, Buf]:
+    """Allocate (or validate the user's) data output of `count` elements of `dname`."""
+    if out is None:
+        out = alloc(like, count, dname, name)
+    ob = describe(out, name, stream=like.stream)
+    check_data(ob, name, dname)
+    check_writable(ob, name)
+    if ob.count != count:
+        raise _invalid(f"{name}: has {ob.count} elements, expected count={count}")
+    return out, ob
+
+
+def _wire_out(out: Any, like: Buf, nbytes: int, name: str = "out") -> tuple[Any, Buf]:
+    """Allocate (or validate the user's) compressed output of at least `nbytes`."""
+    if out is None:
+        out = alloc(like, nbytes, None, name)
+    ob = describe(out, name, stream=like.stream)
+    check_writable(ob, name)
+    return out, ob
+
+
+def _inputs(wires: Sequence[Any], stream: int | None) -> list[Buf]:
+    if hasattr(wires, "__cuda_array_interface__") or hasattr(wires, "__dlpack__") or hasattr(wires, "__array_interface__"):
+        raise TypeError("wires: expected a sequence of compressed buffers (e.g. a list), got one array")
+    wires = list(wires)
+    if not wires:
+        raise _invalid("wires: no compressed inputs given")
+    bufs = [describe(wires[0], "wires[0]", stream=stream)]
+    bufs += [describe(w, f"wires[{i}]", stream=bufs[0].stream) for i, w in enumerate(wires[1:], 1)]
+    for i, b in enumerate(bufs[1:], 1):
+        if b.nbytes != bufs[0].nbytes:
+            raise _invalid(f"wires[{i}]: is {b.nbytes} bytes but wires[0] is {bufs[0].nbytes}")
+    return bufs
+
+
+def _pointer_array(bufs: list[Buf]):
+    f = _lib.ffi()
+    return f.new("const void*[]", [f.cast("const void*", b.ptr) for b in bufs])
+
+
+# ------------------------------------------------------------------ operations
+
+
+def compress(x: Any, codec: Any = "taco", *, block: int | None = None, dtype: Any = None,
+             out: Any = None, stream: Any = None) -> Any:
+    """Compress array `x` (float32, float16 or bfloat16; C-contiguous) with `codec`.
+
+    Returns a flat uint8 array of compressed_size(codec, x.size, dtype) bytes:
+    numpy for numpy input (the CPU codec), a device array of x's framework for
+    device input (CuPy for CAI/DLPack objects), or `out` if given. `dtype` is
+    needed only for 16-bit integer arrays carrying bf16/fp16 bits (CuPy has no
+    bfloat16). Device work is enqueued on `stream`, else on x's producer stream.
+    """
+    lib = _lib.lib()
+    c = find_codec(codec, block)
+    s = stream_handle(stream)
+    xb = describe(x, "x", stream=s)
+    _resolve_stream(xb, s, "x")
+    dname = check_data(xb, "x", dtype)
+    dt = taco_dtype(dname)
+    nbytes = compressed_size(c, xb.count, dt)
+    out, ob = _wire_out(out, xb, nbytes)
+    on_device = check_same_place([("x", xb), ("out", ob)])
+    if on_device:
+        with device_of(xb):
+            check(lib.tacoCompress(c, _vp(xb), xb.count, dt, _vp(ob), ob.nbytes, _stream(xb)))
+    else:
+        check(lib.tacoHostCompress(c, _vp(xb), xb.count, dt, _vp(ob), ob.nbytes))
+    return out
+
+
+def decompress(wire: Any, codec: Any, count: int, dtype: Any, *, block: int | None = None,
+               out: Any = None, stream: Any = None) -> Any:
+    """Decompress `count` elements of `dtype` from compressed buffer `wire`.
+
+    Returns a 1-D array of the wire's framework and place (CuPy bfloat16 output
+    is a uint16 array of the bits), or `out` if given (exactly `count` elements).
+    """
+    lib = _lib.lib()
+    c = find_codec(codec, block)
+    s = stream_handle(stream)
+    wb = describe(wire, "wire", stream=s)
+    _resolve_stream(wb, s, "wire")
+    dname = dtype_name(dtype)
+    dt = taco_dtype(dname)
+    out, ob = _data_out(out, wb, int(count), dname)
+    on_device = check_same_place([("wire", wb), ("out", ob)])
+    if on_device:
+        with device_of(wb):
+            check(lib.tacoDecompress(c, _vp(wb), wb.nbytes, _vp(ob), ob.count, dt, _stream(wb)))
+    else:
+        check(lib.tacoHostDecompress(c, _vp(wb), wb.nbytes, _vp(ob), ob.count, dt))
+    return out
+
+
+def _exact(exact: Any, like: Buf, count: int, dname: str) -> Buf | None:
+    if exact is None:
+        return None
+    eb = describe(exact, "exact", stream=like.stream)
+    check_data(eb, "exact", dname)
+    if eb.count != count:
+        raise _invalid(f"exact: has {eb.count} elements, expected count={count}")
+    return eb
+
+
+def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: Any,
+                          exact: Any = None, *, block: int | None = None, out: Any = None,
+                          stream: Any = None) -> Any:
+    """out = sum of the decompressed `wires` (+ `exact`, optional, of `dtype`),
+    summed in fp32 in a fixed order and rounded once to `dtype`. `out` may be
+    `exact` (in-place accumulation). Returns `out` (allocated when not given)."""
+    lib = _lib.lib()
+    c = find_codec(codec, block)
+    s = stream_handle(stream)
+    ins = _inputs(wires, s)
+    _resolve_stream(ins[0], s, "wires[0]")
+    dname = dtype_name(dtype)
+    dt = taco_dtype(dname)
+    count = int(count)
+    eb = _exact(exact, ins[0], count, dname)
+    out, ob = _data_out(out, ins[0], count, dname)
+    places = [(f"wires[{i}]", b) for i, b in enumerate(ins)] + [("out", ob)]
+    if eb is not None:
+        places.append(("exact", eb))
+    on_device = check_same_place(places)
+    ptrs = _pointer_array(ins)
+    if on_device:
+        with device_of(ins[0]):
+            check(lib.tacoDecompressAccumulate(c, ptrs, len(ins), ins[0].nbytes, _vp(eb), _vp(ob),
+                                               count, dt, _stream(ins[0])))
+    else:
+        check(lib.tacoHostDecompressAccumulate(c, ptrs, len(ins), ins[0].nbytes, _vp(eb), _vp(ob),
+                                               count, dt))
+    return out
+
+
+def decompress_reduce_compress(wires: Sequence[Any], codec: Any, count: int, dtype: Any,
+                               exact: Any = None, *, block: int | None = None, out: Any = None,
+                               y: Any = None, return_decompressed: bool = False,
+                               stream: Any = None) -> Any:
+    """The middle of a two-shot AllReduce in one call: the sum as in
+    decompress_accumulate, compressed into `out`. With `y` (an array of `count`
+    elements of `dtype`) or return_decompressed=True, also writes the
+    decompression of `out` to y and returns (out, y); otherwise returns out."""
+    lib = _lib.lib()
+    c = find_codec(codec, block)
+    s = stream_handle(stream)
+    ins = _inputs(wires, s)
+    _resolve_stream(ins[0], s, "wires[0]")
+    dname = dtype_name(dtype)
+    dt = taco_dtype(dname)
+    count = int(count)
+    eb = _exact(exact, ins[0], count, dname)
+    nbytes = compressed_size(c, count, dt)
+    out, ob = _wire_out(out, ins[0], nbytes)
+    yb = None
+    if y is not None or return_decompressed:
+        y, yb = _data_out(y, ins[0], count, dname, "y")
+    places = [(f"wires[{i}]", b) for i, b in enumerate(ins)] + [("out", ob)]
+    places += [(n, b) for n, b in (("exact", eb), ("y", yb)) if b is not None]
+    on_device = check_same_place(places)
+    ptrs = _pointer_array(ins)
+    if on_device:
+        with device_of(ins[0]):
+            check(lib.tacoDecompressReduceCompress(c, ptrs, len(ins), ins[0].nbytes, _vp(eb), _vp(ob),
+                                                   ob.nbytes, _vp(yb), count, dt, _stream(ins[0])))
+    else:
+        check(lib.tacoHostDecompressReduceCompress(c, ptrs, len(ins), ins[0].nbytes, _vp(eb),
+                                                   _vp(ob), ob.nbytes, _vp(yb), count, dt))
+    return (out, y) if yb is not None else out

@@ -1,0 +1,307 @@
+"""Communicators and collectives (libtaco's tacoComm* / tacoAllReduce ... API).
+
+    import taco, cupy as cp
+    comms = taco.loopback(4, codec="taco")          # 4 ranks on this GPU
+    xs = [cp.random.standard_normal(1 << 20, dtype=cp.float32) for _ in comms]
+    with taco.group():                               # one call per rank, launched together
+        outs = [c.allreduce(x) for c, x in zip(comms, xs)]
+
+    comm = taco.Communicator.from_mpi()              # one rank per process (mpi4py)
+    y = comm.allreduce(x)                            # CuPy, torch or DLPack, on x's stream
+
+`dtype=` says what 16-bit integer arrays hold (CuPy has no bfloat16). Collectives take device arrays (C-contiguous CuPy arrays, torch tensors, objects with
+__cuda_array_interface__ or __dlpack__), run on `stream=` or the producer's stream,
+and return `out` (allocated in x's framework when not given). Configuration keywords
+(codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency) left out take
+their TACO_* environment variables (docs/tuning.md).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from . import _lib
+from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
+from .errors import error_class
+
+__all__ = ["Communicator", "get_unique_id", "loopback", "group"]
+
+_CONFIG_FIELDS = {
+    "codec": "codec",
+    "chunk_bytes": "chunkBytes",
+    "fallback_bytes": "fallbackBytes",
+    "pipeline_depth": "pipelineDepth",
+    "check_consistency": "checkConsistency",
+}
+
+
+def _raise(rc: int, comm=None) -> None:
+    f, lib = _lib.ffi(), _lib.lib()
+    if rc == lib.tacoSuccess:
+        return
+    handle = comm if comm is not None else f.NULL
+    msg = f.string(lib.tacoGetLastError(handle)).decode("utf-8", "replace")
+    if not msg:
+        msg = f.string(lib.tacoGetErrorString(rc)).decode("utf-8", "replace")
+    cls = error_class(rc)
+    raise cls(rc, msg)
+
+
+def _config(config: dict):
+    """(tacoConfig_t*, keepalive) from keyword arguments."""
+    unknown = set(config) - set(_CONFIG_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown communicator option(s) {sorted(unknown)}; expected {sorted(_CONFIG_FIELDS)}")
+    cfg = _lib.config_initializer()
+    keep = []
+    for key, value in config.items():
+        if value is None:
+            continue
+        if key == "codec":
+            s = _lib.ffi().new("char[]", str(value).encode())
+            keep.append(s)
+            cfg.codec = s
+        else:
+            setattr(cfg, _CONFIG_FIELDS[key], int(value))
+    return cfg, keep
+
+
+def get_unique_id() -> bytes:
+    """A new unique id (needs NCCL): create it on one rank and send it to the others."""
+    f, lib = _lib.ffi(), _lib.lib()
+    uid = f.new("tacoUniqueId*")
+    _raise(lib.tacoGetUniqueId(uid))
+    return bytes(f.buffer(uid))
+
+
+class Communicator:
+    """One rank of a group running collectives together. Create with
+    `from_unique_id`, `from_mpi`, `from_nccl` or `taco.loopback`."""
+
+    def __init__(self, handle, _origin: str = "") -> None:
+        self._h = handle
+        self._origin = _origin
+
+    # ---------------------------------------------------------------- creation
+    @classmethod
+    def from_unique_id(cls, unique_id: bytes, nranks: int, rank: int, **config) -> "Communicator":
+        """Rank `rank` of `nranks` over NCCL (collective: every rank calls it)."""
+        f, lib = _lib.ffi(), _lib.lib()
+        uid = f.new("tacoUniqueId*")
+        data = bytes(unique_id)
+        if len(data) != f.sizeof("tacoUniqueId"):
+            raise _invalid(f"unique_id: expected {f.sizeof('tacoUniqueId')} bytes, got {len(data)}")
+        f.memmove(uid, data, len(data))
+        cfg, _keep = _config(config)
+        out = f.new("tacoComm_t*")
+        _raise(lib.tacoCommInitRank(out, int(nranks), uid[0], int(rank), cfg))
+        return cls(out[0], "nccl")
+
+    @classmethod
+    def from_mpi(cls, comm: Any = None, **config) -> "Communicator":
+        """One rank per process of an mpi4py communicator (default COMM_WORLD); the
+        caller has selected this rank's GPU (e.g. cudaSetDevice(local rank))."""
+        if comm is None:
+            from mpi4py import MPI
+
+            comm = MPI.COMM_WORLD
+        uid = get_unique_id() if comm.Get_rank() == 0 else None
+        uid = comm.bcast(uid, root=0)
+        return cls.from_unique_id(uid, comm.Get_size(), comm.Get_rank(), **config)
+
+    @classmethod
+    def from_nccl(cls, nccl_comm: int, **config) -> "Communicator":
+        """Wrap an existing ncclComm_t (an integer address); libtaco never destroys it."""
+        f, lib = _lib.ffi(), _lib.lib()
+        cfg, _keep = _config(config)
+        out = f.new("tacoComm_t*")
+        _raise(lib.tacoCommFromNccl(out, f.cast("void*", int(nccl_comm)), cfg))
+        return cls(out[0], "nccl-wrapped")
+
+    # ---------------------------------------------------------------- queries
+    def _handle(self):
+        if self._h is None:
+            raise _invalid("communicator is closed")
+        return self._h
+
+    @property
+    def rank(self) -> int:
+        f, lib = _lib.ffi(), _lib.lib()
+        r = f.new("int*")
+        _raise(lib.tacoCommUserRank(self._handle(), r))
+        return r[0]
+
+    @property
+    def size(self) -> int:
+        f, lib = _lib.ffi(), _lib.lib()
+        n = f.new("int*")
+        _raise(lib.tacoCommCount(self._handle(), n))
+        return n[0]
+
+    @property
+    def config(self) -> dict:
+        """The resolved configuration (every field defined)."""
+        f, lib = _lib.ffi(), _lib.lib()
+        cfg = _lib.config_initializer()
+        _raise(lib.tacoCommGetConfig(self._handle(), cfg))
+        return {
+            "codec": f.string(cfg.codec).decode(),
+            "chunk_bytes": int(cfg.chunkBytes),
+            "fallback_bytes": int(cfg.fallbackBytes),
+            "pipeline_depth": int(cfg.pipelineDepth),
+            "check_consistency": int(cfg.checkConsistency),
+        }
+
+    @property
+    def workspace_bytes(self) -> int:
+        f, lib = _lib.ffi(), _lib.lib()
+        b = f.new("size_t*")
+        _raise(lib.tacoCommWorkspaceBytes(self._handle(), b))
+        return int(b[0])
+
+    @property
+    def handle(self) -> int:
+        """The tacoComm_t as an integer (for C extensions)."""
+        return int(_lib.ffi().cast("uintptr_t", self._handle()))
+
+    def last_error(self) -> str:
+        f, lib = _lib.ffi(), _lib.lib()
+        return f.string(lib.tacoGetLastError(self._handle())).decode("utf-8", "replace")
+
+    # ---------------------------------------------------------------- collectives
+    def _prep(self, x, out, stream, name: str, out_count, dtype=None):
+        s = stream_handle(stream)
+        xb = describe(x, "x", stream=s)
+        if not xb.is_device:
+            raise _invalid(f"{name}: x must be a device array (CuPy, torch CUDA tensor, DLPack); "
+                           f"use taco.reference for numpy")
+        dname = check_data(xb, "x", dtype)
+        count = out_count(xb.count)
+        if out is None:
+            out = alloc(xb, count, dname, "out")
+        ob = describe(out, "out", stream=xb.stream)
+        check_data(ob, "out", dname)
+        check_writable(ob, "out")
+        if ob.count != count:
+            raise _invalid(f"{name}: out has {ob.count} elements, expected {count}")
+        if ob.device != xb.device:
+            raise _invalid(f"{name}: out is on device {ob.device}, x on device {xb.device}")
+        return xb, ob, out, taco_dtype(dname)
+
+    def _call(self, fn, xb, *args):
+        f = _lib.ffi()
+        h = self._handle()
+        with device_of(xb):
+            rc = fn(f.cast("void*", xb.ptr), *args, h, f.cast("tacoStream_t", xb.stream or 0))
+        _raise(rc, h)
+
+    def allreduce(self, x, out=None, stream=None, dtype=None):
+        """Sum of x over all ranks (compressed two-shot; bit-identical on every rank).
+        `out` may be x (in place). Returns out, shaped like x where possible."""
+        xb, ob, out, dt = self._prep(x, out, stream, "allreduce", dtype=dtype, out_count=lambda n: n)
+        f, lib = _lib.ffi(), _lib.lib()
+        self._call(lambda s, *a: lib.tacoAllReduce(s, f.cast("void*", ob.ptr), xb.count, dt, lib.tacoSum, *a), xb)
+        return _shaped(out, x)
+
+    def reduce_scatter(self, x, out=None, stream=None, dtype=None):
+        """Rank r gets the sum over ranks of x's r-th 1/P slice (x.size divisible by P)."""
+        P = self.size
+        if describe(x, "x", stream=stream_handle(stream)).count % P:
+            raise _invalid(f"reduce_scatter: x has a size not divisible by the {P} ranks")
+        xb, ob, out, dt = self._prep(x, out, stream, "reduce_scatter", dtype=dtype, out_count=lambda n: n // P)
+        f, lib = _lib.ffi(), _lib.lib()
+        self._call(lambda s, *a: lib.tacoReduceScatter(s, f.cast("void*", ob.ptr), ob.count, dt, lib.tacoSum, *a),
+                   xb)
+        return out
+
+    def allgather(self, x, out=None, stream=None, dtype=None):
+        """Every rank's x, in rank order: shape (P, *x.shape) where possible."""
+        P = self.size
+        xb, ob, out, dt = self._prep(x, out, stream, "allgather", dtype=dtype, out_count=lambda n: n * P)
+        f, lib = _lib.ffi(), _lib.lib()
+        self._call(lambda s, *a: lib.tacoAllGather(s, f.cast("void*", ob.ptr), xb.count, dt, *a), xb)
+        shape = getattr(x, "shape", None)
+        if shape is not None and hasattr(out, "reshape") and ob.obj is not x:
+            try:
+                return out.reshape((P,) + tuple(shape))
+            except Exception:  # noqa: BLE001 - DLPack objects without reshape semantics
+                return out
+        return out
+
+    def alltoall(self, x, out=None, stream=None, dtype=None):
+        """Block j of x (x.size / P elements) goes to rank j, landing at block r there."""
+        P = self.size
+        n_total = describe(x, "x", stream=stream_handle(stream)).count
+        if n_total % P:
+            raise _invalid(f"alltoall: x has a size not divisible by the {P} ranks")
+        xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n)
+        f, lib = _lib.ffi(), _lib.lib()
+        self._call(lambda s, *a: lib.tacoAlltoAll(s, f.cast("void*", ob.ptr), xb.count // P, dt, *a), xb)
+        return _shaped(out, x)
+
+    # ---------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Wait for this communicator's work and free it (idempotent)."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            _raise(_lib.lib().tacoCommDestroy(h))
+
+    def abort(self) -> None:
+        """Free without waiting (aborts NCCL work in flight)."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            _raise(_lib.lib().tacoCommAbort(h))
+
+    @property
+    def closed(self) -> bool:
+        return self._h is None
+
+    def __enter__(self) -> "Communicator":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        if self._h is None:
+            return "<taco.Communicator closed>"
+        return f"<taco.Communicator rank {self.rank}/{self.size} {self._origin} codec {self.config['codec']!r}>"
+
+
+def _shaped(out, like):
+    shape = getattr(like, "shape", None)
+    if shape is None or not hasattr(out, "reshape") or out is like:
+        return out
+    try:
+        return out.reshape(shape)
+    except Exception:  # noqa: BLE001
+        return out
+
+
+def loopback(n: int, **config) -> list:
+    """`n` communicators living in this process on the current GPU (the loopback
+    transport). Drive them inside `with taco.group():`, one call per rank."""
+    f, lib = _lib.ffi(), _lib.lib()
+    cfg, _keep = _config(config)
+    arr = f.new("tacoComm_t[]", int(n)) if int(n) > 0 else f.new("tacoComm_t[]", 1)
+    _raise(lib.tacoCommInitLoopback(arr, int(n), cfg))
+    return [Communicator(arr[i], "loopback") for i in range(int(n))]
+
+
+@contextlib.contextmanager
+def group():
+    """tacoGroupStart() ... tacoGroupEnd(): collectives issued inside are launched
+    together at the end (required for several loopback ranks from one thread)."""
+    lib = _lib.lib()
+    _raise(lib.tacoGroupStart())
+    try:
+        yield
+    finally:
+        rc = lib.tacoGroupEnd()
+        import sys
+
+        if sys.exc_info()[0] is None:
+            _raise(rc)

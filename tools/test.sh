@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The one test command for a fresh machine:  bash tools/test.sh
+# Sets up .venv and builds libtaco (tools/setup.sh), runs the host C tests (ctest), installs
+# the package with `pip install .`, then runs the Python tests: tests/python and tests/gpu. Without a GPU the GPU tests are deselected
+# (-m "not gpu"); with one, everything runs. Exits non-zero on any failure, and when pytest
+# collects no test at all.
+# Extra arguments go to pytest, e.g. bash tools/test.sh -k reference; TACO_CTEST_ARGS to ctest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+say "host tests (ctest)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$JOBS" --timeout 900 ${TACO_CTEST_ARGS:-}
+
+# The Python tests run against what users get: the package installed by `pip install .`
+# (scikit-build-core; --no-build-isolation reuses the venv's scikit-build-core and NCCL
+# headers and keeps its incremental build in build-pip/). TACO_TEST_WHEEL=0 runs them
+# against the CMake build instead (TACO_LIBRARY=build-ci/libtaco.so, PYTHONPATH=python): faster.
+if [ "${TACO_TEST_WHEEL:-1}" != 0 ]; then
+  say "pip install . (the wheel: taco/libtaco.so, taco/include/taco.h)"
+  wheel_start=$SECONDS
+  "$PY" -m pip install --disable-pip-version-check -q --no-build-isolation \
+    ${CMAKE_CUDA_ARCHITECTURES:+-C cmake.define.CMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES"} "$ROOT"
+  echo "pip install took $((SECONDS - wheel_start)) s"
+  unset TACO_LIBRARY TACO_INCLUDE PYTHONPATH
+  # Prove the installed package loads its own library and header, not the source tree's.
+  (cd "$VENV" && "$PY" - <<'PYEOF'
+import pathlib, sys
+import taco._lib as L
+pkg = pathlib.Path(L.__file__).resolve().parent
+lib, hdr = pathlib.Path(L.library_path()).resolve(), pathlib.Path(L.header_path()).resolve()
+assert "site-packages" in str(pkg), f"taco imported from {pkg}, not the installed package"
+assert lib == pkg / "libtaco.so", f"library {lib} is not the packaged {pkg / 'libtaco.so'}"
+assert hdr == pkg / "include" / "taco.h", f"header {hdr} is not the packaged one"
+lib_handle = L.lib() if callable(L.lib) else L.lib
+print(f"installed taco: {pkg} (libtaco version {lib_handle.tacoGetVersion()})")
+PYEOF
+  )
+fi
+
+PYTEST_DIRS=()
+for d in tests/python tests/gpu; do [ -d "$d" ] && PYTEST_DIRS+=("$d"); done
+[ ${#PYTEST_DIRS[@]} -gt 0 ] || die "no Python test directories"
+MARK=()
+if has_gpu; then
+  say "Python tests (GPU found: GPU tests included)"
+else
+  say "Python tests (no GPU: -m 'not gpu')"
+  MARK=(-m "not gpu")
+fi
+set +e
+"$PY" -m pytest "${PYTEST_DIRS[@]}" "${MARK[@]}" -q -rs "$@"
+rc=$?
+set -e
+if [ $rc -eq 5 ]; then die "pytest collected no tests"; fi
+[ $rc -eq 0 ] || die "pytest failed (exit $rc)"
+say "all tests passed"
