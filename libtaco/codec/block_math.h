@@ -89,7 +89,7 @@ TACO_HD float magnitude(float x) {
   float a = fabsf(x);
   return (a != a) ? INFINITY : a;
 }
-TACO_HD float fmax2(float a, float b) { return a > b ? a : b; }
+TACO_HD float fmax2(float a, float b) { return fmaxf(a, b); }  // exact; inputs are never NaN
 TACO_HD bool isFiniteMag(float m) { return m <= FLT_MAX; }
 
 // Block energy in 10-bit fixed point, exact and order-free: with
@@ -111,16 +111,29 @@ TACO_HD EnergyScale energyScale(float m0) {
   k.k2 = ldexpf(1.0f, b);
   return k;
 }
-TACO_HD int energyTerm(float x, const EnergyScale& k) {
+// r^2 for one element; unsigned so that a non-finite x (whose block is then
+// marked bad and its energy ignored) wraps instead of overflowing.
+TACO_HD uint32_t energyTerm(float x, const EnergyScale& k) {
   const float u = (fabsf(x) * k.k1) * k.k2 + 8388608.0f;  // 2^23: rounds u to an integer in the mantissa
   uint32_t bits;
   memcpy(&bits, &u, 4);
-  const int r = (int)bits - 0x4b000000;
+  const uint32_t r = bits - 0x4b000000u;
+  return r * r;
+}
+// The same with one multiply, valid when 2^(10-E) is a normal float: scaling by a
+// power of two is exact, and where (|x|*k1)*k2 would have lost bits to underflow
+// both forms round to r = 0.
+TACO_HD bool energySingleScale(const EnergyScale& k) { return 10 - k.e >= -126 && 10 - k.e <= 127; }
+TACO_HD uint32_t energyTermSingle(float x, float k) {
+  const float u = fabsf(x) * k + 8388608.0f;
+  uint32_t bits;
+  memcpy(&bits, &u, 4);
+  const uint32_t r = bits - 0x4b000000u;
   return r * r;
 }
 
 // alpha = tau / sqrt(mean(x^2) + eps), from the fixed-point energy.
-TACO_HD float adaptiveAlpha(int energy, int e, int log2B) {
+TACO_HD float adaptiveAlpha(uint32_t energy, int e, int log2B) {
   double meanSq = ldexp((double)energy, 2 * e - 20 - log2B);
   double sigma = sqrt(meanSq + kEps);
   return (float)(kTau / sigma);

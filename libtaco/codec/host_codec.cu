@@ -97,7 +97,7 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
   if (!bad) {
     if (h.d->adaptive) {
       const EnergyScale ks = energyScale(m0);
-      int S = 0;
+      uint32_t S = 0;
       for (int i = 0; i < B; ++i) S += energyTerm(v[i], ks);
       alpha = adaptiveAlpha(S, ks.e, h.log2B);
       for (int i = 0; i < B; ++i) v[i] *= alpha;

@@ -51,11 +51,16 @@ struct Args {
   uint8_t dtype;
 };
 
+__device__ __forceinline__ bool groupAny(bool p, int tpb) {
+  int v = p;
+  for (int o = 1; o < tpb; o <<= 1) v |= __shfl_xor_sync(0xffffffffu, v, o);
+  return v != 0;
+}
 __device__ __forceinline__ float groupMax(float v, int tpb) {
   for (int o = 1; o < tpb; o <<= 1) v = fmax2(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-__device__ __forceinline__ int groupSum(int v, int tpb) {
+__device__ __forceinline__ uint32_t groupSum(uint32_t v, int tpb) {
   for (int o = 1; o < tpb; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
@@ -74,11 +79,13 @@ __device__ __forceinline__ void fwht(float (&v)[kPerThread], int t, int tpb) {
         v[r + h] = a - b;
       }
   for (int o = 1; o < tpb; o <<= 1) {
-    const bool upper = (t & o) != 0;
+    // lower lane: a + b; upper lane: a - b, as other + sign * own in one exact-sign FMA
+    // (sign * own is exact, so the FMA rounds once, like the plain add/sub).
+    const float sign = (t & o) ? -1.0f : 1.0f;
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) {
       float other = __shfl_xor_sync(0xffffffffu, v[r], o);
-      v[r] = upper ? other - v[r] : v[r] + other;
+      v[r] = __fmaf_rn(sign, v[r], other);
     }
   }
 #pragma unroll
@@ -138,10 +145,10 @@ __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Arg
 }
 
 // Codes of chunk j: V bytes (or V/2 for 4-bit formats) at a V-aligned offset.
-template <int V>
+template <int V, int FMT>
 __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, int t, const Args& a, int j,
                                           uint8_t (&c)[V]) {
-  const bool nib = a.k.fmt == kFmtInt4;
+  constexpr bool nib = FMT == kFmtInt4;
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   const uint8_t* p = codes + (nib ? e0 / 2 : e0);
   if (!nib) {
@@ -167,10 +174,10 @@ __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, in
   }
 }
 
-template <int V>
+template <int V, int FMT>
 __device__ __forceinline__ void storeCodes(uint8_t* codes, size_t block, int t, const Args& a, int j,
                                            const uint8_t (&c)[V]) {
-  const bool nib = a.k.fmt == kFmtInt4;
+  constexpr bool nib = FMT == kFmtInt4;
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   uint8_t* p = codes + (nib ? e0 / 2 : e0);
   if (!nib) {
@@ -216,7 +223,7 @@ __device__ __forceinline__ void writeHeader(uint8_t* w, const Args& a) {
 
 // Decoded sum of the k inputs for this thread's elements of `block`: R = W_0 + W_1 + ...
 // (W_q = code * d_q), then the rotation; `bad` if any input header was wrong.
-template <typename T>
+template <typename T, int FMT>
 __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
                                                float (&v)[kPerThread]) {
   constexpr int V = Vec<T>::V;
@@ -232,7 +239,7 @@ __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int 
 #pragma unroll
       for (int j = 0; j < Vec<T>::NCH; ++j) {
         uint8_t cj[V];
-        loadCodes<V>(w + TACO_HEADER_BYTES, block, t, a, j, cj);
+        loadCodes<V, FMT>(w + TACO_HEADER_BYTES, block, t, a, j, cj);
 #pragma unroll
         for (int i = 0; i < V; ++i) c[j * V + i] = cj[i];
       }
@@ -242,7 +249,7 @@ __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int 
     }
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) {
-      const float x = decode(c[r], a.k.fmt) * d;
+      const float x = decode(c[r], (CodeFormat)FMT) * d;
       v[r] = q == 0 ? x : v[r] + x;
     }
   }
@@ -250,21 +257,32 @@ __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int 
 }
 
 // Compresses this thread's part of a block held in v (destroyed).
-template <typename T>
+template <typename T, int FMT, int MODE>
 __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
                                              float (&v)[kPerThread], uint8_t* outWire, float (&dOut)) {
   constexpr int V = Vec<T>::V;
-  float m0 = 0.0f;
+  // max|x| ignoring NaN, and a NaN/Inf detector (x * 0 is NaN exactly for non-finite x):
+  // two instructions per element instead of a NaN test and select.
+  float m0 = 0.0f, probe = 0.0f;
 #pragma unroll
-  for (int r = 0; r < kPerThread; ++r) m0 = fmax2(m0, magnitude(v[r]));
+  for (int r = 0; r < kPerThread; ++r) {
+    m0 = fmaxf(m0, fabsf(v[r]));
+    probe = __fmaf_rn(v[r], 0.0f, probe);
+  }
   m0 = groupMax(m0, a.k.tpb);
-  const bool bad = !isFiniteMag(m0);
+  const bool bad = __any_sync(0xffffffffu, probe != probe) ? groupAny(probe != probe, a.k.tpb) : false;
   float alpha = 1.0f;
   if (a.k.adaptive) {
     const EnergyScale ks = energyScale(bad ? 1.0f : m0);
-    int S = 0;
+    uint32_t S = 0;
+    if (energySingleScale(ks)) {
+      const float k = ks.k1 * ks.k2;
 #pragma unroll
-    for (int r = 0; r < kPerThread; ++r) S += energyTerm(bad ? 0.0f : v[r], ks);
+      for (int r = 0; r < kPerThread; ++r) S += energyTermSingle(v[r], k);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) S += energyTerm(v[r], ks);
+    }
     S = groupSum(S, a.k.tpb);
     alpha = adaptiveAlpha(S, ks.e, a.k.log2B);
 #pragma unroll
@@ -279,27 +297,29 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     fwht<V>(v, t, a.k.tpb);
     m = 0.0f;
 #pragma unroll
-    for (int r = 0; r < kPerThread; ++r) m = fmax2(m, magnitude(v[r]));
+    for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
     m = groupMax(m, a.k.tpb);
   }
-  QuantScales qs = quantScales(m, a.k.c, a.k.fmt);
+  QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
   qs.s = qs.s / lift;
   if (bad) {
+    // NaN scales; and inv = NaN makes every code the format's NaN code: the FP8
+    // conversion writes 0x7f for NaN, the integer one 0 (= formatNaNCode).
     qs.s = canonicalNaN();
+    qs.inv = canonicalNaN();
     alpha = canonicalNaN();
   }
   dOut = decodeScale(qs.s, alpha, a.k.c);
-  const uint8_t nanCode = formatNaNCode(a.k.fmt);
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     uint8_t c[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      c[i] = bad ? nanCode : encode(v[j * V + i] * qs.inv, a.k.fmt);
-      v[j * V + i] = decode(c[i], a.k.fmt);  // keep the codes for an optional decompression
+      c[i] = encode(v[j * V + i] * qs.inv, (CodeFormat)FMT);
+      if (MODE == kReduceCompress) v[j * V + i] = decode(c[i], (CodeFormat)FMT);  // for the optional y
     }
-    if (active) storeCodes<V>(codes, block, t, a, j, c);
+    if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
   }
   if (active && t == 0) {
     float* sc = reinterpret_cast<float*>(outWire + a.scalesOffset);
@@ -312,8 +332,8 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
   }
 }
 
-template <typename T, int MODE>
-__global__ void __launch_bounds__(kThreads, 3) blockCodecKernel(const Args a) {
+template <typename T, int MODE, int FMT>
+__global__ void __launch_bounds__(kThreads, MODE == kAccumulate ? 3 : 2) blockCodecKernel(const Args a) {
   const int lane = threadIdx.x & 31;
   const int t = lane & (a.k.tpb - 1);
   const int groupInWarp = lane / a.k.tpb;
@@ -339,10 +359,10 @@ __global__ void __launch_bounds__(kThreads, 3) blockCodecKernel(const Args a) {
         for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
       }
       float d;
-      compressTile<T>(a, block, t, active, v, a.out, d);
+      compressTile<T, FMT, MODE>(a, block, t, active, v, a.out, d);
       continue;
     }
-    accumulateTile<T>(a, block, t, active, v);
+    accumulateTile<T, FMT>(a, block, t, active, v);
     if (a.x != nullptr && active) {
       float e[kPerThread];
       loadValues<T>(static_cast<const T*>(a.x), block, t, a, e);
@@ -368,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, 3) blockCodecKernel(const Args a) {
       }
     }
     float d;
-    compressTile<T>(a, block, t, active, v, a.out, d);
+    compressTile<T, FMT, MODE>(a, block, t, active, v, a.out, d);
     if (a.y != nullptr) {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
@@ -527,7 +547,12 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
-    blockCodecKernel<T, MODE><<<(unsigned)grid, kThreads, 0, stream>>>(a);
+    switch (d->format) {  // the format is compiled in: no per-element switch
+      case kFmtE4M3: blockCodecKernel<T, MODE, kFmtE4M3><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
+      case kFmtE5M2: blockCodecKernel<T, MODE, kFmtE5M2><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
+      case kFmtInt8: blockCodecKernel<T, MODE, kFmtInt8><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
+      default: blockCodecKernel<T, MODE, kFmtInt4><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
+    }
   } else if (d->format == kFmtBf16) {
     elementCodecKernel<T, __nv_bfloat16, MODE><<<(unsigned)grid, kThreads, 0, stream>>>(a);
   } else {

@@ -2,6 +2,7 @@
 
     python -m taco info                 library, header, NCCL, GPUs, codecs, TACO_* settings
     python -m taco bench codec [...]    codec speed vs memcpy and accuracy (see --help)
+    python -m taco bench coll [...]     collectives vs plain NCCL and a DIY FP8 baseline (see --help)
 """
 
 from __future__ import annotations
@@ -171,11 +172,18 @@ def main(argv: list[str] | None = None) -> int:
                          description=bench_codec.__doc__,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     bench_codec.add_arguments(bc)
+    from . import bench_coll
+
+    bl = bsub.add_parser("coll", help="collectives vs the plain collective and a DIY FP8 baseline",
+                         description=bench_coll.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench_coll.add_arguments(bl)
     args = parser.parse_args(argv)
     if args.cmd == "info":
         return info()
     if args.cmd == "bench" and args.what == "codec":
         return bench_codec.run(args)
+    if args.cmd == "bench" and args.what == "coll":
+        return bench_coll.run(args)
     parser.error("unknown command")
     return 2
 

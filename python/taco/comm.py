@@ -243,8 +243,12 @@ class Communicator:
     def close(self) -> None:
         """Wait for this communicator's work and free it (idempotent)."""
         if self._h is not None:
-            h, self._h = self._h, None
-            _raise(_lib.lib().tacoCommDestroy(h))
+            lib = _lib.lib()
+            rc = lib.tacoCommDestroy(self._h)
+            if rc == lib.tacoInvalidUsage:  # work queued in an open group: nothing was freed
+                _raise(rc)
+            self._h = None
+            _raise(rc)  # the communicator is freed even on failure: the message is the thread's
 
     def abort(self) -> None:
         """Free without waiting (aborts NCCL work in flight)."""
