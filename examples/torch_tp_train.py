@@ -7,7 +7,7 @@ The model is a residual stack of `--layers` blocks x + W2 gelu(W1 LN(x)), W1 a
 ColumnParallelLinear, W2 a RowParallelLinear (taco.torch): the forward output of
 every block and the input gradient of every block go through libtaco's compressed
 AllReduce. The task is a fixed random teacher network; every rank sees the same
-batches. Printed: the training loss every --log steps; `--codec none` gives the
+batches. Printed: the training loss every --print-every steps; `--codec none` gives the
 uncompressed run to compare with (same seed, same data).
 """
 import argparse
@@ -57,7 +57,7 @@ def main() -> int:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--log", type=int, default=20, help="print the loss every LOG steps")
+    p.add_argument("--print-every", type=int, default=20, help="print the loss every N steps")
     p.add_argument("--fallback-bytes", type=int, default=0,
                    help="compress messages of at least this many bytes (default 0: all)")
     args = p.parse_args()
@@ -100,7 +100,7 @@ def main() -> int:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if rank == 0 and (step % args.log == 0 or step == 1 or step == args.steps):
+        if rank == 0 and (step % args.print_every == 0 or step == 1 or step == args.steps):
             print(f"step {step:5d}  loss {loss.item():.6f}")
     torch.cuda.synchronize()
     if rank == 0:

@@ -41,7 +41,8 @@ std::vector<float> laplace(size_t n, unsigned seed) {
   std::vector<float> x(n);
   for (auto& v : x) {
     float s = u(gen);
-    v = (s < 0 ? 1.0f : -1.0f) * std::log1p(-2.0f * std::fabs(s));
+    float a = std::fmin(std::fabs(s), 0.5f - 0x1p-25f);  // u can return -0.5: keep the log finite
+    v = (s < 0 ? 1.0f : -1.0f) * std::log1p(-2.0f * a);
   }
   return x;
 }

@@ -151,7 +151,8 @@ def laplace(torch, count: int, rank: int, seed: int, dtype, device):
     """Laplace(0, 1) of `count` elements, a function of (seed, rank) only."""
     g = torch.Generator(device=device).manual_seed(seed * 1000003 + rank)
     u = torch.rand(count, generator=g, device=device, dtype=torch.float32) - 0.5
-    x = -torch.sign(u) * torch.log1p(-2.0 * u.abs())
+    a = u.abs().clamp_(max=0.5 - 2.0 ** -25)  # rand() can return 0: keep log1p(-2|u|) finite
+    x = -torch.sign(u) * torch.log1p(-2.0 * a)
     return x.to(dtype)
 
 
@@ -331,14 +332,6 @@ def sizes(b: int, e: int, f: int) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import torch
-    except ImportError:
-        print("python -m taco bench coll needs PyTorch with CUDA", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("python -m taco bench coll: no CUDA GPU visible to PyTorch", file=sys.stderr)
-        return 2
     ops = [o.strip() for o in args.op.split(",") if o.strip()]
     bad = [o for o in ops if o not in OPS]
     if bad:
@@ -350,6 +343,17 @@ def run(args: argparse.Namespace) -> int:
     if args.minbytes > args.maxbytes or args.minbytes <= 0:
         print(f"-b/-e: need 0 < minbytes <= maxbytes (got {args.minbytes}, {args.maxbytes})", file=sys.stderr)
         return 2
+    if args.loopback is not None and args.loopback < 1:
+        print(f"--loopback: need N >= 1 ranks (got {args.loopback})", file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError:
+        print("python -m taco bench coll needs PyTorch with CUDA", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("python -m taco bench coll: no CUDA GPU visible to PyTorch", file=sys.stderr)
+        return 2
     codecs = [c.strip() for c in args.codec.split(",") if c.strip() and c.strip() != "none"]
     dname = DTYPES[args.dtype]
     tdt = getattr(torch, dname)
@@ -358,6 +362,8 @@ def run(args: argparse.Namespace) -> int:
               if v is not None}
 
     world = World(args.loopback)
+    # everything runs on one non-default stream (CUDA graphs cannot be captured on the default one)
+    torch.cuda.set_stream(torch.cuda.Stream())
     P = world.size
     lead = world.rank == 0
     say = (lambda *a: print(*a, flush=True)) if lead else (lambda *a: None)
@@ -462,6 +468,8 @@ def plot(rows: list[dict], meta: dict, path: str) -> None:
             axes[i][1].plot([r["size"] for r in pts], [r["speedup"] for r in pts], marker="o", ms=3, label=label)
         for ax, what in ((axes[i][0], "busbw (GB/s, uncompressed bytes)"), (axes[i][1], "speedup vs plain")):
             ax.set_xscale("log", base=2)
+            if ax is axes[i][0]:
+                ax.set_yscale("log")
             ax.set_xlabel("size (bytes)")
             ax.set_ylabel(what)
             ax.set_title(f"{op}, {meta['ranks']} ranks ({meta['mode']}), {meta['type']}, {meta['device']}")
