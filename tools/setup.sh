@@ -25,7 +25,10 @@ PY="$VENV/bin/python"
 export PATH="$VENV/bin:$PATH"
 
 # Requirements; re-installed only when this list changes (stamp file in the venv).
+# torch (CPU is enough) runs the TP-layer autograd tests and the examples' imports without a GPU;
+# 2.13.0 is the build this machine kind keeps on disk. TACO_NO_TORCH=1 leaves it out.
 REQS=(numpy ml_dtypes cffi pytest "scikit-build-core>=0.10" nvidia-nccl-cu13)
+[ "${TACO_NO_TORCH:-0}" = 1 ] || REQS+=("torch==2.13.0")
 cmake_ok() {  # a cmake >= 3.24 on PATH?
   command -v cmake >/dev/null 2>&1 || return 1
   local v; v="$(cmake --version | head -1 | sed -E 's/[^0-9]*([0-9]+)\.([0-9]+).*/\1 \2/')"

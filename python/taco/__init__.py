@@ -24,6 +24,8 @@ from .codec import (
     decompress_reduce_compress,
     find_codec,
 )
+from .comm import Communicator, get_unique_id, group, loopback
+from .default import allgather, allreduce, alltoall, communicator, finalize, init, reduce_scatter
 from .errors import (
     CudaError,
     InternalError,
@@ -38,6 +40,17 @@ from .errors import (
 )
 
 __all__ = [
+    "Communicator",
+    "get_unique_id",
+    "group",
+    "loopback",
+    "init",
+    "finalize",
+    "communicator",
+    "allreduce",
+    "reduce_scatter",
+    "allgather",
+    "alltoall",
     "compress",
     "decompress",
     "decompress_accumulate",

@@ -1,0 +1,102 @@
+"""The one-line drop-in: a process-wide default communicator and module-level
+collectives (DESIGN §6).
+
+    import taco
+    taco.init()                          # mpi4py's COMM_WORLD, or torchrun's process group
+    y = taco.allreduce(x)                # x: CuPy array / torch tensor / DLPack buffer
+    y = taco.allreduce(x, codec="int8-hadamard")
+
+One rank per process; SPMD: every rank makes the same calls in the same order.
+A codec other than the default's creates (collectively, on first use) a sibling
+communicator over the same ranks, cached per codec. For N ranks in one process
+use `taco.loopback(n)` and `taco.group()` instead.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from .comm import Communicator
+from .errors import InvalidUsageError
+
+
+def _usage(message: str) -> InvalidUsageError:
+    return InvalidUsageError(5, message, "tacoInvalidUsage")  # the library's code for misuse
+
+_state: dict = {"make": None, "comms": {}, "codec": None}
+
+
+def _bootstrap(source: str | None) -> tuple[str, Callable[[str], Communicator]]:
+    if source in (None, "mpi"):
+        try:
+            from mpi4py import MPI  # noqa: F401
+        except ImportError:
+            if source == "mpi":
+                raise
+        else:
+            from mpi4py import MPI
+            if source == "mpi" or MPI.COMM_WORLD.Get_size() > 1 or "OMPI_COMM_WORLD_SIZE" in os.environ \
+                    or "PMI_SIZE" in os.environ:
+                return "mpi", lambda codec, **cfg: Communicator.from_mpi(MPI.COMM_WORLD, codec=codec, **cfg)
+    if source in (None, "torch"):
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            dist = None
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            from . import torch as taco_torch
+            return "torch", lambda codec, **cfg: taco_torch.communicator_from_process_group(None, codec=codec, **cfg)
+        if source == "torch":
+            raise _usage("init(source='torch'): torch.distributed is not initialized")
+    raise _usage("init(): no launcher found — run under mpirun (with mpi4py) or torchrun "
+                               "(after torch.distributed.init_process_group), or pass a Communicator")
+
+
+def init(comm: Communicator | None = None, *, source: str | None = None, codec: str = "taco", **config) -> Communicator:
+    """Set the default communicator: `comm` itself, else one created from mpi4py
+    (source="mpi") or torch.distributed (source="torch"); by default whichever is present."""
+    finalize()
+    if comm is not None:
+        codec = comm.config["codec"]
+        _state.update(make=None, codec=codec, comms={codec: comm})
+        return comm
+    _, make = _bootstrap(source)
+    _state.update(make=lambda c: make(c, **config), codec=codec, comms={})
+    return communicator(codec)
+
+
+def communicator(codec: str | None = None) -> Communicator:
+    """The default communicator (or its sibling for `codec`)."""
+    if _state["codec"] is None:
+        raise _usage("taco.init() has not been called")
+    codec = codec or _state["codec"]
+    comms = _state["comms"]
+    if codec not in comms:
+        if _state["make"] is None:
+            raise _usage(f"codec {codec!r}: the default communicator was given explicitly "
+                                       "and cannot create siblings; pass comm= or call init() with a launcher")
+        comms[codec] = _state["make"](codec)
+    return comms[codec]
+
+
+def finalize() -> None:
+    """Close the default communicators (before the launcher shuts down)."""
+    for c in _state["comms"].values():
+        c.close()
+    _state.update(make=None, comms={}, codec=None)
+
+
+def allreduce(x: Any, *, codec: str | None = None, out: Any = None, stream: Any = None) -> Any:
+    return communicator(codec).allreduce(x, out=out, stream=stream)
+
+
+def reduce_scatter(x: Any, *, codec: str | None = None, out: Any = None, stream: Any = None) -> Any:
+    return communicator(codec).reduce_scatter(x, out=out, stream=stream)
+
+
+def allgather(x: Any, *, codec: str | None = None, out: Any = None, stream: Any = None) -> Any:
+    return communicator(codec).allgather(x, out=out, stream=stream)
+
+
+def alltoall(x: Any, *, codec: str | None = None, out: Any = None, stream: Any = None) -> Any:
+    return communicator(codec).alltoall(x, out=out, stream=stream)
