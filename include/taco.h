@@ -134,8 +134,9 @@ typedef struct {
   const char* codec;        /* codec spec (tacoCodecFind); NULL: TACO_CODEC, else "taco" */
   size_t chunkBytes;        /* pipeline chunk, uncompressed bytes; TACO_CHUNK_BYTES */
   size_t fallbackBytes;     /* messages smaller than this use plain NCCL; TACO_FALLBACK_BYTES */
-  int pipelineDepth;        /* streams in the chunk pipeline (>= 2); TACO_PIPELINE_DEPTH */
-  int checkConsistency;     /* 1: ranks compare version and codec at creation; TACO_CHECK_CONSISTENCY */
+  int pipelineDepth;        /* chunks in flight, 1..16 (1: no overlap); TACO_PIPELINE_DEPTH */
+  int checkConsistency;     /* 1: ranks compare library version, codec, block size, chunk, fallback
+                               and depth at creation; TACO_CHECK_CONSISTENCY */
 } tacoConfig_t;
 
 #define TACO_CONFIG_INITIALIZER                                                  \

@@ -148,36 +148,8 @@ TACO_API tacoResult_t tacoCodecFromId(int id, int blockSize, tacoCodec_t* codec)
 }
 
 TACO_API tacoResult_t tacoCodecFind(const char* spec, tacoCodec_t* codec) {
-  TACO_ARG(spec != nullptr, "CodecFind : spec argument is NULL");
   TACO_ARG(codec != nullptr, "CodecFind : codec argument is NULL");
-  char name[64];
-  const char* colon = strchr(spec, ':');
-  size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-  TACO_ARG(len > 0 && len < sizeof(name), "CodecFind : spec argument '%s' has no codec name", spec);
-  memcpy(name, spec, len);
-  name[len] = '\0';
-  const CodecDesc* d = codecByName(name);
-  TACO_ARG(d != nullptr,
-           "CodecFind : spec argument '%s': unknown codec '%s' (known: none, bf16, taco, taco-e5m2, fp8-block, "
-           "int8-hadamard, int8-block, int4-block)",
-           spec, name);
-  int block = 0;
-  if (colon != nullptr) {
-    const char* p = colon + 1;
-    TACO_ARG(strncmp(p, "block=", 6) == 0, "CodecFind : spec argument '%s': expected ':block=N' after the name", spec);
-    char* end = nullptr;
-    long b = strtol(p + 6, &end, 10);
-    TACO_ARG(end != p + 6 && *end == '\0' && b > 0 && b <= 1 << 20,
-             "CodecFind : spec argument '%s': block size is not a positive integer", spec);
-    TACO_ARG(d->blocked, "CodecFind : spec argument '%s': codec '%s' has no block size", spec, d->name);
-    block = (int)b;
-  }
-  tacoCodec_t c;
-  c.id = d->id;
-  c.blockSize = block == 0 ? d->defaultBlock : block;
-  TACO_CHECK(codecCheck(c, "CodecFind"));
-  *codec = c;
-  return tacoSuccess;
+  return codecParse(spec, codec, "CodecFind", "spec");
 }
 
 TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info) {

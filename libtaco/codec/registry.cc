@@ -1,4 +1,5 @@
 // The codec registry: names, stable ids, parameters and the wire layout.
+#include <cstdlib>
 #include <cstring>
 
 #include "codec/codec.h"
@@ -46,6 +47,37 @@ tacoResult_t codecCheck(tacoCodec_t codec, const char* what) {
   TACO_ARG(b >= TACO_MIN_BLOCK && b <= TACO_MAX_BLOCK && (b & (b - 1)) == 0,
            "%s : block size %d of codec '%s' is not a power of two in [%d, %d]", what, b, d->name,
            TACO_MIN_BLOCK, TACO_MAX_BLOCK);
+  return tacoSuccess;
+}
+
+tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, const char* arg) {
+  TACO_ARG(spec != nullptr, "%s : %s argument is NULL", what, arg);
+  char name[64];
+  const char* colon = strchr(spec, ':');
+  const size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+  TACO_ARG(len > 0 && len < sizeof(name), "%s : %s argument '%s' has no codec name (name[:block=N])", what, arg,
+           spec);
+  memcpy(name, spec, len);
+  name[len] = '\0';
+  const CodecDesc* d = codecByName(name);
+  TACO_ARG(d != nullptr,
+           "%s : %s argument '%s': unknown codec '%s' (known: none, bf16, taco, taco-e5m2, fp8-block, "
+           "int8-hadamard, int8-block, int4-block)",
+           what, arg, spec, name);
+  tacoCodec_t c = {d->id, d->defaultBlock};
+  if (colon != nullptr) {
+    const char* opt = colon + 1;
+    TACO_ARG(strncmp(opt, "block=", 6) == 0, "%s : %s argument '%s': expected ':block=N' after the name", what,
+             arg, spec);
+    TACO_ARG(d->blocked, "%s : %s argument '%s': codec '%s' has no block size", what, arg, spec, d->name);
+    char* end = nullptr;
+    const long b = strtol(opt + 6, &end, 10);
+    TACO_ARG(end != opt + 6 && *end == '\0' && b > 0 && b <= (1 << 20),
+             "%s : %s argument '%s': block size is not a positive integer", what, arg, spec);
+    c.blockSize = (int)b;
+  }
+  TACO_CHECK(codecCheck(c, what));
+  *codec = c;
   return tacoSuccess;
 }
 

@@ -25,8 +25,7 @@ tacoResult_t commCreateLoopback(tacoComm** comms, int nranks, const tacoConfig_t
 tacoResult_t commDestroy(tacoComm* comm, bool abort);
 // Validates a config (magic, codec spec, ranges) without creating anything.
 tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op);
-// Parses "name[:block=N]".
-tacoResult_t parseCodecSpec(const char* spec, tacoCodec_t* codec, const char* what);
+
 
 // ---- helpers for builders (coll/common.cc)
 // Wire bytes of n elements (0 for n == 0).

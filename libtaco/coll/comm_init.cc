@@ -35,7 +35,7 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
   if (cfg.fallbackBytes == TACO_CONFIG_UNDEF_SIZE) cfg.fallbackBytes = env.fallbackBytes;
   if (cfg.pipelineDepth == TACO_CONFIG_UNDEF_INT) cfg.pipelineDepth = env.pipelineDepth;
   if (cfg.checkConsistency == TACO_CONFIG_UNDEF_INT) cfg.checkConsistency = env.checkConsistency;
-  TACO_CHECK(parseCodecSpec(c->codecSpec.c_str(), &c->codec, op));
+  TACO_CHECK(codecParse(c->codecSpec.c_str(), &c->codec, op, "config codec"));
   if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s : config chunkBytes must be > 0", op);
   if (cfg.pipelineDepth < 1 || cfg.pipelineDepth > kMaxDepth)
     return setError(tacoInvalidArgument, "%s : config pipelineDepth %d is outside [1, %d] (2 or more overlap)",
@@ -146,33 +146,6 @@ tacoResult_t consistencyCheck(tacoComm* c) {
 }
 
 }  // namespace
-
-tacoResult_t parseCodecSpec(const char* spec, tacoCodec_t* codec, const char* what) {
-  if (spec == nullptr) return setError(tacoInvalidArgument, "%s : codec spec is NULL", what);
-  char name[64];
-  const char* colon = strchr(spec, ':');
-  const size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-  if (len == 0 || len >= sizeof(name))
-    return setError(tacoInvalidArgument, "%s : codec '%s' is not a codec spec (name[:block=N])", what, spec);
-  memcpy(name, spec, len);
-  name[len] = '\0';
-  const CodecDesc* d = codecByName(name);
-  if (d == nullptr) return setError(tacoInvalidArgument, "%s : unknown codec '%s'", what, name);
-  tacoCodec_t cd = {d->id, d->defaultBlock};
-  if (colon != nullptr) {
-    const char* opt = colon + 1;
-    if (strncmp(opt, "block=", 6) != 0)
-      return setError(tacoInvalidArgument, "%s : codec option '%s' is unknown (only block=N)", what, opt);
-    char* end = nullptr;
-    long b = strtol(opt + 6, &end, 10);
-    if (end == opt + 6 || *end != '\0')
-      return setError(tacoInvalidArgument, "%s : codec block '%s' is not an integer", what, opt + 6);
-    cd.blockSize = (int)b;
-  }
-  TACO_CHECK(codecCheck(cd, what));
-  *codec = cd;
-  return tacoSuccess;
-}
 
 tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op) {
   tacoComm tmp;

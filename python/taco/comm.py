@@ -22,7 +22,7 @@ from typing import Any
 
 from . import _lib
 from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
-from .errors import error_class
+from .errors import error_name_and_class
 
 __all__ = ["Communicator", "get_unique_id", "loopback", "group"]
 
@@ -43,8 +43,8 @@ def _raise(rc: int, comm=None) -> None:
     msg = f.string(lib.tacoGetLastError(handle)).decode("utf-8", "replace")
     if not msg:
         msg = f.string(lib.tacoGetErrorString(rc)).decode("utf-8", "replace")
-    cls = error_class(rc)
-    raise cls(rc, msg)
+    name, cls = error_name_and_class(rc)
+    raise cls(rc, msg, name)
 
 
 def _config(config: dict):

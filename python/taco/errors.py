@@ -101,15 +101,20 @@ def _code_table() -> dict[int, tuple[str, type]]:
     return _table
 
 
+def error_name_and_class(code: int) -> tuple[str | None, type]:
+    """The enum name and exception class of a tacoResult_t value."""
+    return _code_table().get(int(code), (None, TacoError))
+
+
 def error_class(code: int) -> type:
     """The exception class for a tacoResult_t value."""
-    return _code_table().get(int(code), ("", TacoError))[1]
+    return error_name_and_class(code)[1]
 
 
 def make_error(code: int) -> TacoError:
     """The exception for a failed call, with the library's last message."""
     f, lib = _lib.ffi(), _lib.lib()
-    name, cls = _code_table().get(int(code), (None, TacoError))
+    name, cls = error_name_and_class(code)
     msg = f.string(lib.tacoGetLastError(f.NULL)).decode("utf-8", "replace")
     if not msg:
         msg = f.string(lib.tacoGetErrorString(int(code))).decode("utf-8", "replace")
