@@ -449,7 +449,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if bad_ranks else 0
 
 
-def plot(rows: list[dict], meta: dict, path: str) -> None:
+def plot(rows: list[dict], meta: dict, path: str, bw_label: str = "busbw (GB/s, uncompressed bytes)") -> None:
     """busbw and speedup vs size: one line per codec, one for the plain collective."""
     import matplotlib
 
@@ -466,7 +466,7 @@ def plot(rows: list[dict], meta: dict, path: str) -> None:
             label = "plain (codec none)" if name == "none" else name
             axes[i][0].plot([r["size"] for r in pts], [r["busbw"] for r in pts], marker="o", ms=3, label=label)
             axes[i][1].plot([r["size"] for r in pts], [r["speedup"] for r in pts], marker="o", ms=3, label=label)
-        for ax, what in ((axes[i][0], "busbw (GB/s, uncompressed bytes)"), (axes[i][1], "speedup vs plain")):
+        for ax, what in ((axes[i][0], bw_label), (axes[i][1], "speedup vs plain")):
             ax.set_xscale("log", base=2)
             if ax is axes[i][0]:
                 ax.set_yscale("log")
