@@ -4,6 +4,7 @@
     python -m taco bench codec [...]    codec speed vs memcpy and accuracy (see --help)
     python -m taco bench coll [...]     collectives vs plain NCCL and a DIY FP8 baseline (see --help)
     python -m taco accuracy [...]       codec error on real tensor-parallel partial sums (see --help)
+    python -m taco train [...]          tensor-parallel training benchmark of the codecs (see --help)
 """
 
 from __future__ import annotations
@@ -161,6 +162,10 @@ def info(out=sys.stdout) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:  # its own parser; imports torch only when it runs
+        from . import train_bench
+
+        return train_bench.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m taco", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -183,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     acc = sub.add_parser("accuracy", help="codec error on real tensor-parallel partial sums (CPU)",
                          description=accuracy.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     accuracy.add_arguments(acc)
+    sub.add_parser("train", help="tensor-parallel training benchmark of the codecs (torch; see train --help)")
     args = parser.parse_args(argv)
     if args.cmd == "info":
         return info()

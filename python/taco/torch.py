@@ -425,6 +425,11 @@ class ColumnParallelLinear(_TPLinear):
         return m
 
     def forward(self, x) -> list:
+        # Under autocast F.linear casts its input after copy_to_tp_region, so the
+        # backward AllReduce would carry fp32 gradients; cast first, as Megatron's
+        # bf16 activations are, so the gradient crosses the wire in the autocast dtype.
+        if torch.is_autocast_enabled(x.device.type) and x.is_floating_point():
+            x = x.to(torch.get_autocast_dtype(x.device.type))
         xs = copy_to_tp_region(x, self.tp)
         return [F.linear(xi, w, self.biases[i] if self.has_bias else None)
                 for i, (xi, w) in enumerate(zip(xs, self.weights))]
