@@ -146,6 +146,12 @@ typedef struct {
         TACO_CONFIG_UNDEF_INT                                                    \
   }
 
+/* The `index`-th TACO_* environment variable the library reads (0-based): its
+ * name, default and meaning (static strings), and the value set in the
+ * environment or NULL. tacoInvalidArgument past the last one. */
+tacoResult_t tacoGetParamInfo(int index, const char** name, const char** defaultValue, const char** meaning,
+                              const char** value);
+
 /* ---------------------------------------------------------- error queries */
 /* A static string saying what a result code means. */
 const char* tacoGetErrorString(tacoResult_t result);

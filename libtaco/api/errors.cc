@@ -2,6 +2,7 @@
 #include "core/check.h"
 #include "core/comm.h"
 #include "core/export.h"
+#include "core/params.h"
 #include "taco.h"
 
 extern "C" {
@@ -45,6 +46,18 @@ TACO_API const char* tacoGetErrorString(tacoResult_t result) {
 TACO_API const char* tacoGetLastError(tacoComm_t comm) {
   const char* own = taco::commLastError(comm);
   return (own != nullptr && *own != '\0') ? own : taco::lastError();
+}
+
+TACO_API tacoResult_t tacoGetParamInfo(int index, const char** name, const char** defaultValue,
+                                       const char** meaning, const char** value) {
+  int n = 0;
+  const taco::ParamDoc* docs = taco::paramDocs(&n);
+  TACO_ARG(index >= 0 && index < n, "GetParamInfo : index argument %d is not in [0, %d)", index, n);
+  if (name != nullptr) *name = docs[index].name;
+  if (defaultValue != nullptr) *defaultValue = docs[index].defaultValue;
+  if (meaning != nullptr) *meaning = docs[index].meaning;
+  if (value != nullptr) *value = taco::paramValue(index);
+  return tacoSuccess;
 }
 
 }  // extern "C"

@@ -25,6 +25,14 @@ const ParamDoc* paramDocs(int* count) {
   return kDocs;
 }
 
+const char* paramValue(int index) {
+  int n = 0;
+  const ParamDoc* docs = paramDocs(&n);
+  if (index < 0 || index >= n) return nullptr;
+  const char* v = getenv(docs[index].name);  // the table's own lookup: same names as envParams()
+  return (v == nullptr || *v == '\0') ? nullptr : v;
+}
+
 // Parses "123", "64M", "1G" ...; returns false on malformed input.
 static bool parseSize(const char* s, size_t* out) {
   errno = 0;

@@ -30,5 +30,7 @@ struct ParamDoc {
   const char* meaning;
 };
 const ParamDoc* paramDocs(int* count);
+// The environment's value of paramDocs()[index], or nullptr when unset or empty.
+const char* paramValue(int index);
 
 }  // namespace taco

@@ -150,13 +150,28 @@ def info(out=sys.stdout) -> int:
               f"{d['format_version']:>3}  {d['description']}")
 
     p("")
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("TACO_"))
-    p("TACO_* environment (every variable is documented in docs/tuning.md):")
-    if not env:
-        p("  (none set: library defaults)")
-    binding = {"TACO_LIBRARY", "TACO_INCLUDE"}
-    for k, v in env:
-        p(f"  {k}={v}" + ("   (Python binding: where libtaco/taco.h are found)" if k in binding else ""))
+    p("TACO_* environment (the library's table, tacoGetParamInfo; docs/tuning.md):")
+    known = set()
+    try:
+        lib, ffi = _lib.lib(), _lib.ffi()
+        name, dflt, meaning, value = (ffi.new("const char**") for _ in range(4))
+        i = 0
+        while lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoSuccess:
+            n = ffi.string(name[0]).decode()
+            known.add(n)
+            v = ffi.string(value[0]).decode() if value[0] != ffi.NULL else None
+            shown = f"{v}  (set)" if v is not None else f"{ffi.string(dflt[0]).decode() or '-'}  (default)"
+            p(f"  {n:<24} {shown:<24} {ffi.string(meaning[0]).decode()}")
+            i += 1
+    except Exception as e:  # an older library without the table
+        p(f"  (the library cannot list them: {e})")
+    binding = {"TACO_LIBRARY": "Python binding: where libtaco.so is found",
+               "TACO_INCLUDE": "Python binding: where taco.h is found"}
+    for k, what in binding.items():
+        p(f"  {k:<24} {os.environ.get(k, '-'):<24} {what}")
+    for k, v in sorted(os.environ.items()):
+        if k.startswith("TACO_") and k not in known and k not in binding:
+            p(f"  {k}={v}   (not a libtaco variable: misspelt?)")
     return rc
 
 

@@ -9,6 +9,7 @@ C compiler. Run: TACO_LIBRARY=build/libtaco.so pytest tests/python/test_binding.
 import json
 import os
 import shutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -451,7 +452,8 @@ def test_cli_info(lib):
     assert "NCCL" in out and "GPU" in out
     for name in taco.codecs():
         assert f" {name} " in out
-    assert "TACO_DEBUG=WARN" in out
+    assert re.search(r"TACO_DEBUG +WARN +\(set\)", out)       # the library's own table
+    assert re.search(r"TACO_CHUNK_BYTES +67108864 +\(default\)", out)
 
 
 def test_cli_bench_codec_host(lib, tmp_path):
@@ -543,3 +545,29 @@ def test_dtype_names():
     for bad in ("float64", np.int8, 3, "fp8"):
         with pytest.raises(taco.InvalidArgumentError, match="dtype"):
             dtype_name(bad)
+
+
+# ---------------------------------------------------------------- the TACO_* table
+
+
+def test_param_info_lists_every_variable(lib, monkeypatch):
+    f = taco._lib.ffi()
+    name, dflt, meaning, value = (f.new("const char**") for _ in range(4))
+    seen = {}
+    i = 0
+    while lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoSuccess:
+        seen[f.string(name[0]).decode()] = f.string(dflt[0]).decode()
+        assert f.string(meaning[0]).decode()
+        i += 1
+    assert {"TACO_CODEC", "TACO_CHUNK_BYTES", "TACO_FALLBACK_BYTES", "TACO_PIPELINE_DEPTH",
+            "TACO_CHECK_CONSISTENCY", "TACO_CHECK_POINTERS", "TACO_NCCL_LIBRARY", "TACO_DEBUG"} <= set(seen)
+    assert seen["TACO_CHUNK_BYTES"] == str(64 << 20) and seen["TACO_CODEC"] == "taco"
+    assert lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoInvalidArgument
+    assert "index argument" in f.string(lib.tacoGetLastError(f.NULL)).decode()
+    k = list(seen).index("TACO_CHUNK_BYTES")
+    monkeypatch.setenv("TACO_CHUNK_BYTES", "32M")
+    assert lib.tacoGetParamInfo(k, name, dflt, meaning, value) == lib.tacoSuccess
+    assert f.string(value[0]).decode() == "32M"
+    monkeypatch.delenv("TACO_CHUNK_BYTES")
+    assert lib.tacoGetParamInfo(k, name, dflt, meaning, value) == lib.tacoSuccess
+    assert value[0] == f.NULL
