@@ -26,6 +26,7 @@ from .codec import (
 )
 from .comm import Communicator, get_unique_id, group, loopback
 from .default import allgather, allreduce, alltoall, communicator, finalize, init, reduce_scatter
+from . import errors as _errors
 from .errors import (
     CudaError,
     InternalError,
@@ -60,16 +61,7 @@ __all__ = [
     "codecs",
     "find_codec",
     "library_version",
-    "TacoError",
-    "CudaError",
-    "SystemError_",
-    "InternalError",
-    "InvalidArgumentError",
-    "InvalidUsageError",
-    "RemoteError",
-    "NcclError",
-    "NotSupportedError",
-    "OutOfMemoryError",
+    *[_name for _name in _errors.__all__ if _name != "check"],  # the exception classes
 ]
 
 
