@@ -141,12 +141,13 @@ def val_offsets(n: int, seq: int, count: int) -> np.ndarray:
 # ------------------------------------------------------------------ summaries (pure python)
 
 
-def sweep_summary(finals: dict, control: str = CONTROL, factor: float = 3.0) -> dict:
+def sweep_summary(finals: dict, control: str = CONTROL, factor: float = 3.0, paired: dict | None = None) -> dict:
     """finals: {codec: [final val loss per seed]}, with BASELINE's list the baseline seeds.
     spread = max - min of the baseline (the seed-to-seed spread, conservative), std its
     sample standard deviation; each codec: delta = mean - baseline mean, rel = delta /
     baseline mean, ratio = delta / spread. The control discriminates when its delta is
-    >= factor * spread."""
+    >= factor * spread. paired: {codec: [codec - baseline of the same seed, ...]}, shown
+    beside the unpaired delta (same init and data order, so most of the seed noise cancels)."""
     base = [float(v) for v in finals.get(BASELINE, [])]
     if len(base) < 2:
         raise ValueError(f"need >= 2 baseline ({BASELINE}) seeds for a spread, got {len(base)}")
@@ -158,9 +159,11 @@ def sweep_summary(finals: dict, control: str = CONTROL, factor: float = 3.0) -> 
         vals = [float(v) for v in vals]
         m = statistics.fmean(vals) if vals else float("nan")
         d = m - mean
+        pd = (paired or {}).get(c, [])
         rows.append({"codec": c, "n": len(vals), "mean": m, "delta": d, "rel": d / mean,
                      "ratio": d / spread if spread > 0 else (math.inf if d > 0 else 0.0),
-                     "inside_floor": abs(d) <= spread})
+                     "inside_floor": abs(d) <= spread,
+                     "paired_rel": statistics.fmean(pd) / mean if pd else None, "paired_n": len(pd)})
     ctl = next((r for r in rows if r["codec"] == control), None)
     verdict = None
     if ctl is not None:
@@ -170,13 +173,15 @@ def sweep_summary(finals: dict, control: str = CONTROL, factor: float = 3.0) -> 
 
 
 def format_summary(s: dict) -> str:
-    out = [f"baseline ({BASELINE}) final val loss: mean {s['baseline_mean']:.5f} over {s['baseline_n']} seeds, "
+    out = [f"baseline ({BASELINE}) val loss: mean {s['baseline_mean']:.5f} over {s['baseline_n']} seeds, "
            f"spread (max-min) {s['spread']:.5f} = {100 * s['spread'] / s['baseline_mean']:.3f}%, "
            f"std {s['std']:.5f}",
-           f"{'codec':<16}{'seeds':>6}{'final val':>11}{'delta':>10}{'rel %':>9}{'x spread':>10}  inside floor"]
+           f"{'codec':<16}{'seeds':>6}{'val':>11}{'delta':>10}{'rel %':>9}{'x spread':>10}  inside floor"
+           f"  paired rel % (pairs)"]
     for r in s["rows"]:
+        pr = "" if r.get("paired_rel") is None else f"  {100 * r['paired_rel']:+.3f} ({r['paired_n']})"
         out.append(f"{r['codec']:<16}{r['n']:>6}{r['mean']:>11.5f}{r['delta']:>+10.5f}{100 * r['rel']:>+9.3f}"
-                   f"{r['ratio']:>10.2f}  {'yes' if r['inside_floor'] else 'no'}")
+                   f"{r['ratio']:>10.2f}  {'yes' if r['inside_floor'] else 'no ':<12}{pr}")
     v = s["control_discriminates"]
     if v is None:
         out.append(f"control {s['control']}: not run")
@@ -199,15 +204,44 @@ def load_logs(d: str) -> list:
     return logs
 
 
-def finals_from_logs(logs: list, key: str = "val", finished_only: bool = True) -> dict:
+def run_value(lg: dict, key: str = "val", at_step: int | None = None, tail: int = 1):
+    """The run's val loss: the mean of its last `tail` evals at or before `at_step` (default:
+    the last eval); None when the run has not reached `at_step`."""
+    ev = [e for e in lg["evals"] if e.get(key) is not None and (at_step is None or e["step"] <= at_step)]
+    if not ev or (at_step is not None and ev[-1]["step"] != at_step):
+        return None
+    return statistics.fmean(e[key] for e in ev[-tail:])
+
+
+def finals_from_logs(logs: list, key: str = "val", finished_only: bool = True, at_step: int | None = None,
+                     tail: int = 1) -> dict:
+    """{codec: [value per run]}; with at_step, unfinished runs that reached it count too
+    (every run of a sweep shares one LR schedule, so equal steps compare)."""
     finals: dict = {}
     for lg in logs:
-        if finished_only and not lg.get("finished"):
+        if finished_only and at_step is None and not lg.get("finished"):
             continue
-        ev = [e for e in lg["evals"] if e.get(key) is not None]
-        if ev:
-            finals.setdefault(lg["config"]["codec"], []).append(ev[-1][key])
+        v = run_value(lg, key, at_step, tail)
+        if v is not None:
+            finals.setdefault(lg["config"]["codec"], []).append(v)
     return finals
+
+
+def paired_from_logs(logs: list, key: str = "val", finished_only: bool = True, at_step: int | None = None,
+                     tail: int = 1) -> dict:
+    """{codec: [value - baseline value of the same seed]} for the seeds that have both."""
+    vals: dict = {}
+    for lg in logs:
+        if finished_only and at_step is None and not lg.get("finished"):
+            continue
+        v = run_value(lg, key, at_step, tail)
+        if v is not None:
+            vals[(lg["config"]["codec"], lg["config"]["seed"])] = v
+    out: dict = {}
+    for (c, seed), v in vals.items():
+        if c != BASELINE and (BASELINE, seed) in vals:
+            out.setdefault(c, []).append(v - vals[(BASELINE, seed)])
+    return out
 
 
 def plot_dir(d: str, path: str | None = None) -> str:
@@ -630,9 +664,10 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["optimizer"])
         scaler.load_state_dict(st["scaler"])
-        torch.set_rng_state(st["rng_cpu"])
+        # map_location moved every tensor to `dev`; RNG states must be CPU ByteTensors
+        torch.set_rng_state(st["rng_cpu"].cpu())
         if dev.type == "cuda" and st.get("rng_cuda") is not None:
-            torch.cuda.set_rng_state(st["rng_cuda"], dev)
+            torch.cuda.set_rng_state(st["rng_cuda"].cpu(), dev)
         step, log = st["step"], st["log"]
         if st["data_position"] != step:
             raise SystemExit(f"{ckpt}: data position {st['data_position']} != step {step}")
@@ -810,21 +845,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--codecs", default="all", help="sweep: comma list (default all registry codecs + ablations)")
     g.add_argument("--summary", default=None, metavar="DIR", help="print the sweep summary of the logs in DIR")
     g.add_argument("--plot", default=None, metavar="DIR", help="PNG of the validation curves of the logs in DIR")
+    g.add_argument("--at-step", dest="at_step", type=int, default=None, metavar="N",
+                   help="summary: compare the runs at step N (unfinished runs that reached it count)")
+    g.add_argument("--tail", type=int, default=1, metavar="K",
+                   help="summary: average each run's last K evals (smooths eval-to-eval noise; default 1)")
 
 
-def _print_summary(d: str, key: str = "val") -> int:
+def _print_summary(d: str, key: str = "val", at_step: int | None = None, tail: int = 1) -> int:
     logs = load_logs(d)
+    what = (f"at step {at_step}" if at_step else "final") + (f", mean of the last {tail} evals" if tail > 1 else "")
     for k in (key, "val_exact"):
-        finals = finals_from_logs(logs, k)
+        finals = finals_from_logs(logs, k, at_step=at_step, tail=tail)
         if len(finals.get(BASELINE, [])) < 2:
-            print(f"{d}: need >= 2 finished {BASELINE} runs for a noise floor (have {len(finals.get(BASELINE, []))})")
+            print(f"{d}: need >= 2 {BASELINE} runs {what} for a noise floor (have {len(finals.get(BASELINE, []))})")
             return 1
         print(f"\n[{k}] " + ("forward through the run's collective" if k == "val" else
-                              "same weights, forward through the exact sum"))
-        print(format_summary(sweep_summary(finals)))
-    unfinished = [lg["name"] for lg in logs if not lg.get("finished")]
-    if unfinished:
-        print(f"unfinished (not counted): {', '.join(unfinished)}")
+                              "same weights, forward through the exact sum") + f"; {what}")
+        print(format_summary(sweep_summary(finals, paired=paired_from_logs(logs, k, at_step=at_step, tail=tail))))
+    counted = {id(lg) for lg in logs if run_value(lg, key, at_step, tail) is not None
+               and (at_step is not None or lg.get("finished"))}
+    left = [lg["name"] for lg in logs if id(lg) not in counted]
+    if left:
+        print(f"not counted ({'did not reach step %d' % at_step if at_step else 'unfinished'}): {', '.join(left)}")
     return 0
 
 
@@ -833,7 +875,7 @@ def run(args) -> int:
         print(plot_dir(args.plot))
         return 0
     if args.summary:
-        return _print_summary(args.summary)
+        return _print_summary(args.summary, at_step=args.at_step, tail=args.tail)
     if args.backend is None:
         try:
             import torch

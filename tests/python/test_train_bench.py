@@ -201,3 +201,30 @@ def test_bad_arguments():
         cfg("--codec nope")
     with pytest.raises(SystemExit, match="heads"):
         run("--steps 1 --tp 4 --heads 6 --d-model 96")
+
+
+def _fake_log(codec, seed, vals, finished=True):
+    return {"kind": "taco-train", "name": f"{codec}-s{seed}", "finished": finished,
+            "config": {"codec": codec, "seed": seed},
+            "evals": [{"step": 100 * (i + 1), "val": v, "val_exact": v} for i, v in enumerate(vals)]}
+
+
+def test_summary_at_step_tail_and_paired():
+    logs = [_fake_log("exact", 0, [3.0, 2.0, 1.00]), _fake_log("exact", 1, [3.1, 2.2, 1.10]),
+            _fake_log("taco", 0, [3.0, 2.1, 1.02]), _fake_log("taco", 1, [3.1, 2.3], finished=False),
+            _fake_log("int4-block", 1, [3.5], finished=False)]
+    # final values: unfinished runs are left out
+    assert tb.finals_from_logs(logs) == {"exact": [1.0, 1.1], "taco": [1.02]}
+    # at a common step, every run that reached it counts; a run that did not is left out
+    at = tb.finals_from_logs(logs, at_step=200)
+    assert at == {"exact": [2.0, 2.2], "taco": [2.1, 2.3]}
+    assert tb.run_value(logs[4], at_step=200) is None
+    # tail: the mean of the last K evals up to the step
+    assert tb.finals_from_logs(logs, at_step=200, tail=2)["exact"] == [pytest.approx(2.5), pytest.approx(2.65)]
+    # paired: codec minus the baseline run of the same seed
+    pd = tb.paired_from_logs(logs, at_step=200)
+    assert pd["taco"] == [pytest.approx(0.1), pytest.approx(0.1)] and "int4-block" not in pd
+    s = tb.sweep_summary(at, paired=pd)
+    row = next(r for r in s["rows"] if r["codec"] == "taco")
+    assert row["paired_n"] == 2 and row["paired_rel"] == pytest.approx(0.1 / 2.1)
+    assert "+4.762 (2)" in tb.format_summary(s)
