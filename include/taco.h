@@ -131,7 +131,7 @@ typedef struct {
   size_t size;              /* sizeof(tacoConfig_t), set by the initializer */
   unsigned int magic;       /* TACO_CONFIG_MAGIC */
   unsigned int version;     /* TACO_VERSION_CODE of the header the caller built with */
-  const char* codec;        /* codec spec (tacoCodecFind); NULL: TACO_CODEC, else "taco" */
+  const char* codec;        /* codec spec (tacoCodecFind); NULL: TACO_CODEC, else "fp8-block" */
   size_t chunkBytes;        /* pipeline chunk, uncompressed bytes; TACO_CHUNK_BYTES */
   size_t fallbackBytes;     /* messages smaller than this use plain NCCL; TACO_FALLBACK_BYTES */
   int pipelineDepth;        /* chunks in flight, 1..16 (1: no overlap); TACO_PIPELINE_DEPTH */

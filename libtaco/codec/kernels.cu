@@ -105,10 +105,94 @@ struct Vec {
   static constexpr int NCH = kPerThread / V;     // chunks per thread
 };
 
+// This thread's part of a block as raw 16-byte chunks, for blocks wholly inside
+// `count` with 16-byte aligned pointers (the fast path). (Loading a tile ahead was
+// measured slower: the extra registers cost a third of the occupancy.)
+template <typename T>
+struct RawChunks {
+  uint4 c[Vec<T>::NCH];
+};
+
+__device__ __forceinline__ bool wholeBlock(const Args& a, size_t block) {
+  return a.vec && block < a.nBlocks && (block + 1) * (size_t)a.k.B <= a.count;
+}
+
+template <typename T>
+__device__ __forceinline__ void loadRaw(const T* x, size_t block, int t, const Args& a, RawChunks<T>& r) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j)
+    r.c[j] = __ldg(reinterpret_cast<const uint4*>(x + block * a.k.B + (size_t)(t + a.k.tpb * j) * V));
+}
+
+template <typename T>
+__device__ __forceinline__ void rawToFloat(const RawChunks<T>& r, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const T* e = reinterpret_cast<const T*>(&r.c[j]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[j * V + i] = toFloat<T>(e[i]);
+  }
+}
+
+// max|x| of the raw elements as the bits of |x| (for non-negative floats the
+// integer order is the float order, and NaN / Inf bits sort above every finite
+// value, so one integer max gives both the block max and the non-finite flag).
+// Three-input SIMD integer max: 0.75 (16-bit) or 1.5 (fp32) instructions per element.
+template <typename T>
+__device__ __forceinline__ uint32_t rawAbsMaxBits(const RawChunks<T>& r) {
+  const uint32_t mask = sizeof(T) == 4 ? 0x7fffffffu : 0x7fff7fffu;
+  uint32_t m = 0;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const uint32_t w[4] = {r.c[j].x & mask, r.c[j].y & mask, r.c[j].z & mask, r.c[j].w & mask};
+    if (sizeof(T) == 4) {
+      m = __vimax3_u32(m, w[0], w[1]);
+      m = __vimax3_u32(m, w[2], w[3]);
+    } else {
+      m = __vimax3_u16x2(m, w[0], w[1]);
+      m = __vimax3_u16x2(m, w[2], w[3]);
+    }
+  }
+  if (sizeof(T) == 2) m = max(m & 0xffffu, m >> 16);
+  return m;
+}
+
+// The block max (as a float) and the non-finite flag from the group's abs-max bits.
+template <typename T>
+__device__ __forceinline__ void absMaxFromBits(uint32_t m, float& m0, bool& bad);
+template <>
+__device__ __forceinline__ void absMaxFromBits<float>(uint32_t m, float& m0, bool& bad) {
+  bad = m >= 0x7f800000u;
+  m0 = __uint_as_float(m);
+}
+template <>
+__device__ __forceinline__ void absMaxFromBits<__nv_bfloat16>(uint32_t m, float& m0, bool& bad) {
+  bad = m >= 0x7f80u;
+  m0 = __uint_as_float(m << 16);
+}
+template <>
+__device__ __forceinline__ void absMaxFromBits<__half>(uint32_t m, float& m0, bool& bad) {
+  bad = m >= 0x7c00u;
+  m0 = __half2float(__ushort_as_half((unsigned short)m));
+}
+
+__device__ __forceinline__ uint32_t groupMaxU(uint32_t v, int tpb) {
+  for (int o = 1; o < tpb; o <<= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 // Loads this thread's 32 elements of `block` (zeros past `count`).
 template <typename T>
 __device__ __forceinline__ void loadValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread]) {
   constexpr int V = Vec<T>::V;
+  if (wholeBlock(a, block)) {  // the common case, without a per-chunk test
+    RawChunks<T> r;
+    loadRaw<T>(x, block, t, a, r);
+    rawToFloat<T>(r, v);
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
@@ -124,17 +208,68 @@ __device__ __forceinline__ void loadValues(const T* x, size_t block, int t, cons
   }
 }
 
+// v += this thread's elements of `block` of x (the exact input of an accumulate), one
+// chunk at a time so that only a chunk's registers are live beside v.
+template <typename T>
+__device__ __forceinline__ void addValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+  const bool whole = wholeBlock(a, block);
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+    if (whole) {
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(x + idx));
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + toFloat<T>(e[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        v[j * V + i] = v[j * V + i] + ((idx + i < a.count) ? toFloat<T>(x[idx + i]) : 0.0f);
+    }
+  }
+}
+
+// 16 bytes of T from v[j*V .. j*V+V); 16-bit types two at a time (one
+// conversion instruction per pair, the same rounding as one at a time).
+template <typename T>
+__device__ __forceinline__ void packChunk(const float (&v)[kPerThread], int j, uint4& raw) {
+  constexpr int V = Vec<T>::V;
+  T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < V; ++i) e[i] = fromFloat<T>(v[j * V + i]);
+}
+template <>
+__device__ __forceinline__ void packChunk<__nv_bfloat16>(const float (&v)[kPerThread], int j, uint4& raw) {
+  __nv_bfloat162* e = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) e[i] = __floats2bfloat162_rn(v[j * 8 + 2 * i], v[j * 8 + 2 * i + 1]);
+}
+template <>
+__device__ __forceinline__ void packChunk<__half>(const float (&v)[kPerThread], int j, uint4& raw) {
+  __half2* e = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) e[i] = __floats2half2_rn(v[j * 8 + 2 * i], v[j * 8 + 2 * i + 1]);
+}
+
 template <typename T>
 __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Args& a, const float (&v)[kPerThread]) {
   constexpr int V = Vec<T>::V;
+  if (wholeBlock(a, block)) {  // the common case, without a per-chunk test
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j) {
+      uint4 raw;
+      packChunk<T>(v, j, raw);
+      *reinterpret_cast<uint4*>(y + block * a.k.B + (size_t)(t + a.k.tpb * j) * V) = raw;
+    }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
     if (a.vec && idx + V <= a.count) {
       uint4 raw;
-      T* e = reinterpret_cast<T*>(&raw);
-#pragma unroll
-      for (int i = 0; i < V; ++i) e[i] = fromFloat<T>(v[j * V + i]);
+      packChunk<T>(v, j, raw);
       *reinterpret_cast<uint4*>(y + idx) = raw;
     } else {
 #pragma unroll
@@ -144,15 +279,17 @@ __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Arg
   }
 }
 
-// Codes of chunk j: V bytes (or V/2 for 4-bit formats) at a V-aligned offset.
-template <int V, int FMT>
+// Codes of chunk j: V bytes (or V/2 for 4-bit formats) at a V-aligned offset. VEC:
+// every pointer is 16-byte aligned (a.vec), a compile-time choice so that the byte
+// loads of the unaligned path are not issued, predicated off, beside the vector load.
+template <int V, int FMT, bool VEC>
 __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, int t, const Args& a, int j,
                                           uint8_t (&c)[V]) {
   constexpr bool nib = FMT == kFmtInt4;
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   const uint8_t* p = codes + (nib ? e0 / 2 : e0);
   if (!nib) {
-    if (a.vec) {
+    if (VEC) {
       if (V == 8) {
         uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
         memcpy(c, &w, 8);
@@ -221,56 +358,111 @@ __device__ __forceinline__ void writeHeader(uint8_t* w, const Args& a) {
   for (size_t i = a.scalesEnd; i < a.totalBytes; ++i) w[i] = 0;
 }
 
+// Codes <-> floats for one chunk. FP8 formats convert two codes per instruction
+// (the paired conversions round exactly as the single ones in block_math.h).
+template <int V, int FMT>
+__device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
+  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(c[i] | (c[i + 1] << 8)), kind);
+      const float2 f = __half22float2(__half2(h));
+      out[i] = f.x;
+      out[i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = decode(c[i], (CodeFormat)FMT);
+  }
+}
+
+template <int V, int FMT>
+__device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (&c)[V]) {
+  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const __nv_fp8x2_storage_t p = __nv_cvt_float2_to_fp8x2(make_float2(v[i] * inv, v[i + 1] * inv), __NV_SATFINITE, kind);
+      c[i] = (uint8_t)(p & 0xff);
+      c[i + 1] = (uint8_t)(p >> 8);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) c[i] = encode(v[i] * inv, (CodeFormat)FMT);
+  }
+}
+
+template <typename T, int FMT, bool FIRST>
+__device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t block, int t, bool active,
+                                                float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+  const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
+  float d = 0.0f;
+  if (active) {
+    const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
+    d = a.k.adaptive ? decodeScale(sc[2 * block + 1], sc[2 * block], a.k.c) : decodeScale(sc[block], 1.0f, a.k.c);
+  }
+  // every chunk's load issued before the first decode (memory-level parallelism)
+  uint8_t c[Vec<T>::NCH][V];
+  if (active && a.vec) {
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j) loadCodes<V, FMT, true>(w + TACO_HEADER_BYTES, block, t, a, j, c[j]);
+  } else if (active) {
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j) loadCodes<V, FMT, false>(w + TACO_HEADER_BYTES, block, t, a, j, c[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j)
+#pragma unroll
+      for (int i = 0; i < V; ++i) c[j][i] = 0;
+  }
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    float f[V];
+    decodeChunk<V, FMT>(c[j], f);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[j * V + i] = FIRST ? f[i] * d : v[j * V + i] + f[i] * d;
+  }
+}
+
 // Decoded sum of the k inputs for this thread's elements of `block`: R = W_0 + W_1 + ...
-// (W_q = code * d_q), then the rotation; `bad` if any input header was wrong.
+// (W_q = code * d_q, the first one assigned, not added to 0, so that -0 survives), then
+// the rotation.
 template <typename T, int FMT>
 __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
                                                float (&v)[kPerThread]) {
-  constexpr int V = Vec<T>::V;
+  if (a.in.n == 0) {
 #pragma unroll
-  for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
-  for (int q = 0; q < a.in.n; ++q) {
-    const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
-    float d = 0.0f;
-    uint8_t c[kPerThread];
-    if (active) {
-      const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
-      d = a.k.adaptive ? decodeScale(sc[2 * block + 1], sc[2 * block], a.k.c) : decodeScale(sc[block], 1.0f, a.k.c);
-#pragma unroll
-      for (int j = 0; j < Vec<T>::NCH; ++j) {
-        uint8_t cj[V];
-        loadCodes<V, FMT>(w + TACO_HEADER_BYTES, block, t, a, j, cj);
-#pragma unroll
-        for (int i = 0; i < V; ++i) c[j * V + i] = cj[i];
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) c[r] = 0;
-    }
-#pragma unroll
-    for (int r = 0; r < kPerThread; ++r) {
-      const float x = decode(c[r], (CodeFormat)FMT) * d;
-      v[r] = q == 0 ? x : v[r] + x;
-    }
+    for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
+  } else {
+    accumulateInput<T, FMT, true>(a, 0, block, t, active, v);
+    for (int q = 1; q < a.in.n; ++q) accumulateInput<T, FMT, false>(a, q, block, t, active, v);
   }
-  if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+  if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
 }
 
-// Compresses this thread's part of a block held in v (destroyed).
-template <typename T, int FMT, int MODE>
-__device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
-                                             float (&v)[kPerThread], uint8_t* outWire, float (&dOut)) {
-  constexpr int V = Vec<T>::V;
-  // max|x| ignoring NaN, and a NaN/Inf detector (x * 0 is NaN exactly for non-finite x):
-  // two instructions per element instead of a NaN test and select.
-  float m0 = 0.0f, probe = 0.0f;
+// Block max |x| (NaN ignored) and whether the block holds NaN/Inf, for values already
+// in registers (the reduce-compress sum, and the unaligned/tail path of compress).
+// x * 0 is NaN exactly for non-finite x: two instructions per element.
+__device__ __forceinline__ void blockMaxBad(const float (&v)[kPerThread], int tpb, float& m0, bool& bad) {
+  float m = 0.0f, probe = 0.0f;
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) {
-    m0 = fmaxf(m0, fabsf(v[r]));
+    m = fmaxf(m, fabsf(v[r]));
     probe = __fmaf_rn(v[r], 0.0f, probe);
   }
-  m0 = groupMax(m0, a.k.tpb);
-  const bool bad = __any_sync(0xffffffffu, probe != probe) ? groupAny(probe != probe, a.k.tpb) : false;
+  m0 = groupMax(m, tpb);
+  bad = __any_sync(0xffffffffu, probe != probe) ? groupAny(probe != probe, tpb) : false;
+}
+
+// Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
+// block, bad = it holds NaN/Inf.
+template <typename T, int FMT, int MODE>
+__device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
+                                             float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
+                                             float (&dOut)) {
+  constexpr int V = Vec<T>::V;
   float alpha = 1.0f;
   if (a.k.adaptive) {
     const EnergyScale ks = energyScale(bad ? 1.0f : m0);
@@ -278,7 +470,14 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     if (energySingleScale(ks)) {
       const float k = ks.k1 * ks.k2;
 #pragma unroll
-      for (int r = 0; r < kPerThread; ++r) S += energyTermSingle(v[r], k);
+      for (int r = 0; r < kPerThread; ++r) {
+        // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
+        // no overflow, and an underflowed product rounds to r = 0 either way), so the
+        // FMA rounds exactly as FMUL-then-FADD does.
+        const float u = __fmaf_rn(fabsf(v[r]), k, 8388608.0f);
+        const uint32_t rr = __float_as_uint(u) - 0x4b000000u;
+        S += rr * rr;
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) S += energyTerm(v[r], ks);
@@ -314,11 +513,8 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     uint8_t c[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      c[i] = encode(v[j * V + i] * qs.inv, (CodeFormat)FMT);
-      if (MODE == kReduceCompress) v[j * V + i] = decode(c[i], (CodeFormat)FMT);  // for the optional y
-    }
+    encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
+    if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
     if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
   }
   if (active && t == 0) {
@@ -330,6 +526,32 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
       sc[block] = qs.s;
     }
   }
+}
+
+// Compress of one tile: straight from 16-byte loads when the whole warp's blocks are
+// full and aligned (a warp-uniform test: the group reductions shuffle across the
+// warp), else through the general load.
+template <typename T, int FMT>
+__device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, int t) {
+  const bool active = block < a.nBlocks;
+  float v[kPerThread];
+  float m0, d;
+  bool bad;
+  if (__all_sync(0xffffffffu, wholeBlock(a, block))) {
+    RawChunks<T> raw;
+    loadRaw<T>(static_cast<const T*>(a.x), block, t, a, raw);
+    rawToFloat<T>(raw, v);
+    absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), a.k.tpb), m0, bad);
+  } else {
+    if (active) {
+      loadValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
+    }
+    blockMaxBad(v, a.k.tpb, m0, bad);
+  }
+  compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d);
 }
 
 template <typename T, int MODE, int FMT>
@@ -347,28 +569,16 @@ __global__ void __launch_bounds__(kThreads, MODE == kAccumulate ? 3 : 2) blockCo
     for (int q = 0; q < a.in.n; ++q) inputsOk &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
   if ((MODE != kAccumulate) && blockIdx.x == 0 && threadIdx.x == 0) writeHeader(a.out, a);
 
+  if constexpr (MODE == kCompress) {
+    for (size_t tile = warp; tile < nTiles; tile += nWarps)
+      compressBlockTile<T, FMT>(a, tile * groupsPerWarp + groupInWarp, t);
+  } else {
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
-    if (MODE == kCompress) {
-      if (active) {
-        loadValues<T>(static_cast<const T*>(a.x), block, t, a, v);
-      } else {
-#pragma unroll
-        for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
-      }
-      float d;
-      compressTile<T, FMT, MODE>(a, block, t, active, v, a.out, d);
-      continue;
-    }
     accumulateTile<T, FMT>(a, block, t, active, v);
-    if (a.x != nullptr && active) {
-      float e[kPerThread];
-      loadValues<T>(static_cast<const T*>(a.x), block, t, a, e);
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = v[r] + e[r];
-    }
+    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
     if (!inputsOk)
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
@@ -387,14 +597,17 @@ __global__ void __launch_bounds__(kThreads, MODE == kAccumulate ? 3 : 2) blockCo
         if (idx >= a.count) v[r] = 0.0f;
       }
     }
-    float d;
-    compressTile<T, FMT, MODE>(a, block, t, active, v, a.out, d);
+    float m0, d;
+    bool bad;
+    blockMaxBad(v, a.k.tpb, m0, bad);
+    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d);
     if (a.y != nullptr) {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
       if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     }
+  }
   }
 }
 

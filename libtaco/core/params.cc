@@ -10,7 +10,7 @@
 namespace taco {
 
 static const ParamDoc kDocs[] = {
-    {"TACO_CODEC", "taco", "codec spec for communicators whose config leaves it unset (name[:block=N])"},
+    {"TACO_CODEC", "fp8-block", "codec spec for communicators whose config leaves it unset (name[:block=N])"},
     {"TACO_CHUNK_BYTES", "67108864", "pipeline chunk, in uncompressed bytes per call (suffixes K, M, G)"},
     {"TACO_FALLBACK_BYTES", "1048576", "messages smaller than this use the uncompressed NCCL collective"},
     {"TACO_PIPELINE_DEPTH", "2", "chunks in flight in the collective pipeline, 1..16 (1: no overlap)"},
@@ -82,7 +82,7 @@ const EnvParams& envParams() {
   static const EnvParams params = [] {
     EnvParams p;
     p.debug = debugParam();
-    p.codec = strParam("TACO_CODEC", "taco");
+    p.codec = strParam("TACO_CODEC", "fp8-block");  // the default codec: docs/accuracy.md
     p.chunkBytes = sizeParam("TACO_CHUNK_BYTES", (size_t)64 << 20);
     p.fallbackBytes = sizeParam("TACO_FALLBACK_BYTES", (size_t)1 << 20);
     p.pipelineDepth = intParam("TACO_PIPELINE_DEPTH", 2);

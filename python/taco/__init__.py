@@ -22,6 +22,7 @@ from .codec import (
     decompress,
     decompress_accumulate,
     decompress_reduce_compress,
+    default_codec,
     find_codec,
 )
 from .comm import Communicator, get_unique_id, group, loopback
@@ -59,6 +60,7 @@ __all__ = [
     "compressed_size",
     "codec_info",
     "codecs",
+    "default_codec",
     "find_codec",
     "library_version",
     *[_name for _name in _errors.__all__ if _name != "check"],  # the exception classes

@@ -43,11 +43,27 @@ __all__ = [
 # ------------------------------------------------------------------ codecs
 
 
-def find_codec(codec: Any = "taco", block: int | None = None):
+
+def default_codec() -> str:
+    """The codec used when none is named: TACO_CODEC if set, else the library's default
+    (`fp8-block`; docs/accuracy.md says why), read from the library's parameter table."""
+    lib, ffi = _lib.lib(), _lib.ffi()
+    name, dflt, meaning, value = (ffi.new("const char**") for _ in range(4))
+    i = 0
+    while lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoSuccess:
+        if ffi.string(name[0]) == b"TACO_CODEC":
+            return ffi.string(value[0] if value[0] != ffi.NULL else dflt[0]).decode()
+        i += 1
+    raise RuntimeError("libtaco's parameter table has no TACO_CODEC")  # cannot happen with a matching library
+
+
+def find_codec(codec: Any = None, block: int | None = None):
     """The tacoCodec_t (a cffi struct, by value) for a spec string, a codec id,
-    or an existing tacoCodec_t; `block` overrides the block size."""
+    or an existing tacoCodec_t (None: default_codec()); `block` overrides the block size."""
     f, lib = _lib.ffi(), _lib.lib()
     c = f.new("tacoCodec_t*")
+    if codec is None:
+        codec = default_codec()
     if isinstance(codec, str):
         check(lib.tacoCodecFind(codec.encode(), c))
         if block is not None and ":block=" in codec and int(block) != c.blockSize:
@@ -79,7 +95,7 @@ def _info(c) -> dict:
     }
 
 
-def codec_info(codec: Any = "taco", *, block: int | None = None) -> dict:
+def codec_info(codec: Any = None, *, block: int | None = None) -> dict:
     """What a codec is: name, description, id, block_size, code_bits,
     scales_per_block, rotated, format_version."""
     return _info(find_codec(codec, block))
@@ -165,7 +181,7 @@ def _pointer_array(bufs: list[Buf]):
 # ------------------------------------------------------------------ operations
 
 
-def compress(x: Any, codec: Any = "taco", *, block: int | None = None, dtype: Any = None,
+def compress(x: Any, codec: Any = None, *, block: int | None = None, dtype: Any = None,
              out: Any = None, stream: Any = None) -> Any:
     """Compress array `x` (float32, float16 or bfloat16; C-contiguous) with `codec`.
 

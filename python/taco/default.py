@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from .codec import default_codec
 from .comm import Communicator
 from .errors import InvalidUsageError
 
@@ -52,15 +53,18 @@ def _bootstrap(source: str | None) -> tuple[str, Callable[[str], Communicator]]:
                                "(after torch.distributed.init_process_group), or pass a Communicator")
 
 
-def init(comm: Communicator | None = None, *, source: str | None = None, codec: str = "taco", **config) -> Communicator:
+def init(comm: Communicator | None = None, *, source: str | None = None, codec: str | None = None,
+         **config) -> Communicator:
     """Set the default communicator: `comm` itself, else one created from mpi4py
-    (source="mpi") or torch.distributed (source="torch"); by default whichever is present."""
+    (source="mpi") or torch.distributed (source="torch"); by default whichever is present.
+    codec None: taco.default_codec() (TACO_CODEC, else the library's default)."""
     finalize()
     if comm is not None:
         codec = comm.config["codec"]
         _state.update(make=None, codec=codec, comms={codec: comm})
         return comm
     _, make = _bootstrap(source)
+    codec = codec or default_codec()
     _state.update(make=lambda c: make(c, **config), codec=codec, comms={})
     return communicator(codec)
 

@@ -3,7 +3,7 @@ compressed all_reduce, and Megatron-style tensor-parallel (TP) layers.
 
     import torch.distributed as dist, taco.torch as tt
     dist.init_process_group("nccl")                       # torchrun, one GPU per rank
-    tt.all_reduce(grad)                                   # in place, current stream, codec "taco"
+    tt.all_reduce(grad)                                   # in place, current stream, the default codec
 
     tp = tt.TPGroup.from_process_group()                  # one rank per process
     tp = tt.TPGroup.loopback(4, fallback_bytes=0)         # or: 4 ranks emulated on this GPU
@@ -110,7 +110,7 @@ def _from_unique_id(group, dist, **config) -> Communicator:
     return Communicator.from_unique_id(obj[0], size, rank, **config)
 
 
-def communicator_from_process_group(group=None, codec: str = "taco", *, share_nccl: bool | None = None,
+def communicator_from_process_group(group=None, codec: str | None = None, *, share_nccl: bool | None = None,
                                     **config) -> Communicator:
     """A taco.Communicator over the ranks of a torch.distributed process group
     (default: the world), cached per (group, codec, config).
@@ -192,7 +192,7 @@ def _resolve_comm(group, codec) -> Communicator:
     return communicator_from_process_group(group, codec)
 
 
-def all_reduce(tensor: torch.Tensor, group=None, codec: str = "taco") -> torch.Tensor:
+def all_reduce(tensor: torch.Tensor, group=None, codec: str | None = None) -> torch.Tensor:
     """Sum `tensor` over the ranks of `group` in place (like dist.all_reduce),
     compressed with `codec`, on torch's current stream; returns `tensor`.
     `group`: a torch process group (default: the world), or a taco.Communicator."""
@@ -225,12 +225,12 @@ class TPGroup:
                              f"got ranks {self.local_ranks}")
 
     @classmethod
-    def loopback(cls, n: int, codec: str = "taco", **config) -> "TPGroup":
+    def loopback(cls, n: int, codec: str | None = None, **config) -> "TPGroup":
         """`n` TP ranks emulated on the current GPU (the loopback transport)."""
         return cls(_loopback(n, codec=codec, **config))
 
     @classmethod
-    def from_process_group(cls, group=None, codec: str = "taco", **config) -> "TPGroup":
+    def from_process_group(cls, group=None, codec: str | None = None, **config) -> "TPGroup":
         """This process's rank of a torch.distributed group (see communicator_from_process_group)."""
         return cls([communicator_from_process_group(group, codec, **config)])
 

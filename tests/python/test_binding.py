@@ -561,7 +561,7 @@ def test_param_info_lists_every_variable(lib, monkeypatch):
         i += 1
     assert {"TACO_CODEC", "TACO_CHUNK_BYTES", "TACO_FALLBACK_BYTES", "TACO_PIPELINE_DEPTH",
             "TACO_CHECK_CONSISTENCY", "TACO_CHECK_POINTERS", "TACO_NCCL_LIBRARY", "TACO_DEBUG"} <= set(seen)
-    assert seen["TACO_CHUNK_BYTES"] == str(64 << 20) and seen["TACO_CODEC"] == "taco"
+    assert seen["TACO_CHUNK_BYTES"] == str(64 << 20) and seen["TACO_CODEC"] == "fp8-block"
     assert lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoInvalidArgument
     assert "index argument" in f.string(lib.tacoGetLastError(f.NULL)).decode()
     k = list(seen).index("TACO_CHUNK_BYTES")
@@ -571,3 +571,14 @@ def test_param_info_lists_every_variable(lib, monkeypatch):
     monkeypatch.delenv("TACO_CHUNK_BYTES")
     assert lib.tacoGetParamInfo(k, name, dflt, meaning, value) == lib.tacoSuccess
     assert value[0] == f.NULL
+
+
+def test_default_codec_follows_taco_codec(monkeypatch):
+    # the library's default (docs/accuracy.md: chosen from the training runs), read from its table
+    monkeypatch.delenv("TACO_CODEC", raising=False)
+    assert taco.default_codec() == "fp8-block"
+    assert taco.codec_info()["name"] == "fp8-block"  # codec None: the default
+    x = np.random.default_rng(0).laplace(size=1000).astype(np.float32)
+    assert np.array_equal(taco.compress(x), taco.compress(x, "fp8-block"))
+    monkeypatch.setenv("TACO_CODEC", "int8-hadamard")
+    assert taco.default_codec() == "int8-hadamard" and taco.codec_info()["name"] == "int8-hadamard"
