@@ -13,10 +13,17 @@
 // reads the input once and writes 1 byte (+ 4 or 8 bytes of scales per block);
 // decompress-accumulate reads k codes and the optional exact input and writes
 // the output once; decompress-reduce-compress does both in one pass.
+//
+// Compress and plain decompress are software-pipelined: each thread copies its
+// chunks of the tiles ahead into shared memory with cp.async while it computes the
+// current tile, so DRAM reads stay in flight during the (issue-bound) block math.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <mutex>
+#include <set>
+#include <type_traits>
+#include <utility>
 
 #include "codec/block_math.h"
 #include "codec/codec.h"
@@ -65,6 +72,35 @@ __device__ __forceinline__ uint32_t groupSum(uint32_t v, int tpb) {
   return v;
 }
 
+// ---- Asynchronous global -> shared copies (cp.async, sm_80+): every thread stages
+// the chunks of the tile after next while it computes this one, so loads stay in
+// flight without holding registers (a register prefetch cost a third of the
+// occupancy). Each thread reads back only what it copied itself: no barrier.
+__device__ __forceinline__ void cpAsync(void* smem, const void* gmem, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+  if (bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+  else if (bytes == 8)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+#else
+  memcpy(smem, gmem, bytes);
+#endif
+}
+__device__ __forceinline__ void cpAsyncCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 // Walsh-Hadamard butterflies in ascending stride: the chunk bits (in registers),
 // the thread bits (shuffles), then the chunk-index bits (in registers).
 template <int V>
@@ -105,9 +141,22 @@ struct Vec {
   static constexpr int NCH = kPerThread / V;     // chunks per thread
 };
 
+// Pipeline depth (tiles in flight per warp) and shared-memory slots of the staged
+// paths: a compress slot holds a tile's input (16 KB per CTA for 16-bit types, 32 KB
+// for fp32), a decompress slot its codes and scales (10 KB).
+template <typename T>
+struct Stage {
+  static constexpr int kCompressDepth = sizeof(T) == 4 ? 2 : 3;
+  static constexpr int kDecompressDepth = 3;
+  static constexpr int kCompressSlot = Vec<T>::NCH * kThreads * 16;
+  static constexpr int kCodesBytes = Vec<T>::NCH * kThreads * Vec<T>::V;  // one byte per element
+  static constexpr int kDecompressSlot = kCodesBytes + kThreads * 8;      // + alpha and s per thread
+};
+
 // This thread's part of a block as raw 16-byte chunks, for blocks wholly inside
-// `count` with 16-byte aligned pointers (the fast path). (Loading a tile ahead was
-// measured slower: the extra registers cost a third of the occupancy.)
+// `count` with 16-byte aligned pointers (the fast path). (Loading a tile ahead into
+// registers was measured slower: the extra registers cost a third of the occupancy;
+// the tiles ahead are staged in shared memory instead, see stageRaw.)
 template <typename T>
 struct RawChunks {
   uint4 c[Vec<T>::NCH];
@@ -125,6 +174,21 @@ __device__ __forceinline__ void loadRaw(const T* x, size_t block, int t, const A
     r.c[j] = __ldg(reinterpret_cast<const uint4*>(x + block * a.k.B + (size_t)(t + a.k.tpb * j) * V));
 }
 
+// Issues the copies of this thread's chunks of `block` into its staging slot
+// (chunk j at slot[j * kThreads]), and reads them back once they have landed.
+template <typename T>
+__device__ __forceinline__ void stageRaw(const T* x, size_t block, int t, const Args& a, uint4* slot) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j)
+    cpAsync(slot + j * kThreads, x + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, 16);
+}
+template <typename T>
+__device__ __forceinline__ void readStaged(const uint4* slot, RawChunks<T>& r) {
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) r.c[j] = slot[j * kThreads];
+}
+
 template <typename T>
 __device__ __forceinline__ void rawToFloat(const RawChunks<T>& r, float (&v)[kPerThread]) {
   constexpr int V = Vec<T>::V;
@@ -133,6 +197,20 @@ __device__ __forceinline__ void rawToFloat(const RawChunks<T>& r, float (&v)[kPe
     const T* e = reinterpret_cast<const T*>(&r.c[j]);
 #pragma unroll
     for (int i = 0; i < V; ++i) v[j * V + i] = toFloat<T>(e[i]);
+  }
+}
+// bf16 is the top half of an fp32: one shift or mask per element (the generic
+// path spends a byte permute and a shift on every odd element).
+template <>
+__device__ __forceinline__ void rawToFloat<__nv_bfloat16>(const RawChunks<__nv_bfloat16>& r, float (&v)[kPerThread]) {
+#pragma unroll
+  for (int j = 0; j < Vec<__nv_bfloat16>::NCH; ++j) {
+    const uint32_t w[4] = {r.c[j].x, r.c[j].y, r.c[j].z, r.c[j].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[j * 8 + 2 * i] = __uint_as_float(w[i] << 16);
+      v[j * 8 + 2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
   }
 }
 
@@ -364,9 +442,13 @@ template <int V, int FMT>
 __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
   if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
     constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+    // as 32-bit words, so that each pair is a half-word (not rebuilt from two bytes)
+    uint32_t w[V / 4];
+    memcpy(w, c, V);
 #pragma unroll
     for (int i = 0; i < V; i += 2) {
-      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(c[i] | (c[i + 1] << 8)), kind);
+      const uint32_t pair = (i & 2) ? w[i / 4] >> 16 : w[i / 4] & 0xffffu;
+      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, kind);
       const float2 f = __half22float2(__half2(h));
       out[i] = f.x;
       out[i + 1] = f.y;
@@ -391,6 +473,23 @@ __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (
 #pragma unroll
     for (int i = 0; i < V; ++i) c[i] = encode(v[i] * inv, (CodeFormat)FMT);
   }
+}
+
+// FP8 codes of a chunk straight into the words that are stored: two byte permutes
+// per 8 codes (through a byte array the compiler spends ~10 instructions on them).
+template <int V, int FMT>
+__device__ __forceinline__ void storeFp8Words(uint8_t* codes, size_t block, int t, const Args& a, int j,
+                                              const float* v, float inv) {
+  constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+  uint32_t p[V / 2];
+#pragma unroll
+  for (int i = 0; i < V / 2; ++i)
+    p[i] = __nv_cvt_float2_to_fp8x2(make_float2(v[2 * i] * inv, v[2 * i + 1] * inv), __NV_SATFINITE, kind);
+  uint8_t* dst = codes + block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  if constexpr (V == 8)
+    *reinterpret_cast<uint2*>(dst) = make_uint2(__byte_perm(p[0], p[1], 0x5410), __byte_perm(p[2], p[3], 0x5410));
+  else
+    *reinterpret_cast<uint32_t*>(dst) = __byte_perm(p[0], p[1], 0x5410);
 }
 
 template <typename T, int FMT, bool FIRST>
@@ -500,7 +599,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     m = groupMax(m, a.k.tpb);
   }
   QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
-  qs.s = qs.s / lift;
+  if (lift != 1.0f) qs.s = qs.s / lift;  // x / 1 == x: skip the division (and its slow path) in the common case
   if (bad) {
     // NaN scales; and inv = NaN makes every code the format's NaN code: the FP8
     // conversion writes 0x7f for NaN, the integer one 0 (= formatNaNCode).
@@ -512,6 +611,12 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
+    if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kCompress) {
+      if (a.vec) {
+        if (active) storeFp8Words<V, FMT>(codes, block, t, a, j, &v[j * V], qs.inv);
+        continue;
+      }
+    }
     uint8_t c[V];
     encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
     if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
@@ -528,18 +633,18 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
   }
 }
 
-// Compress of one tile: straight from 16-byte loads when the whole warp's blocks are
-// full and aligned (a warp-uniform test: the group reductions shuffle across the
+// Compress of one tile: from the staged 16-byte chunks when the whole warp's blocks
+// are full and aligned (a warp-uniform test: the group reductions shuffle across the
 // warp), else through the general load.
 template <typename T, int FMT>
-__device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, int t) {
+__device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, int t, const uint4* staged) {
   const bool active = block < a.nBlocks;
   float v[kPerThread];
   float m0, d;
   bool bad;
-  if (__all_sync(0xffffffffu, wholeBlock(a, block))) {
+  if (staged != nullptr) {  // warp-uniform: the tile was staged by compressTiles
     RawChunks<T> raw;
-    loadRaw<T>(static_cast<const T*>(a.x), block, t, a, raw);
+    readStaged<T>(staged, raw);
     rawToFloat<T>(raw, v);
     absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), a.k.tpb), m0, bad);
   } else {
@@ -554,8 +659,84 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
   compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d);
 }
 
+// Plain decompress (one input, no exact input, byte codes, aligned pointers), with
+// the same software pipeline as compress: each thread stages its codes and its
+// block's scales for the tile D - 1 ahead while it decodes this one.
+template <typename T, int FMT>
+__device__ __forceinline__ void decompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
+  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  extern __shared__ uint4 stagingArea[];
+  uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
+  const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[0]);
+  const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
+  const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  auto codesAt = [&](int slot, int j) {
+    return reinterpret_cast<Word*>(area + slot * Stage<T>::kDecompressSlot) + j * kThreads + threadIdx.x;
+  };
+  auto scalesAt = [&](int slot) {
+    return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
+  };
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  auto stage = [&](size_t tile, int slot) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j)
+      cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+    cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+  };
+  uint32_t staged = 0;
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    if (stageable(warp + i * nWarps)) {
+      stage(warp + i * nWarps, i);
+      staged |= 1u << i;
+    }
+    cpAsyncCommit();
+  }
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const int ahead = s == 0 ? D - 1 : s - 1;
+    staged &= ~(1u << ahead);
+    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    if (stageable(far)) {
+      stage(far, ahead);
+      staged |= 1u << ahead;
+    }
+    cpAsyncCommit();
+    cpAsyncWait<D - 1>();
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    float v[kPerThread];
+    if ((staged >> s) & 1) {
+      const float2 sp = *scalesAt(s);
+      const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) {
+        const Word cw = *codesAt(s, j);
+        uint8_t c[V];
+        memcpy(c, &cw, V);
+        float f[V];
+        decodeChunk<V, FMT>(c, f);
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
+      }
+      if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+      storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    } else {
+      const bool active = block < a.nBlocks;
+      accumulateTile<T, FMT>(a, block, t, active, v);
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+}
+
 template <typename T, int MODE, int FMT>
-__global__ void __launch_bounds__(kThreads, MODE == kAccumulate ? 3 : 2) blockCodecKernel(const Args a) {
+__global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) blockCodecKernel(const Args a) {
   const int lane = threadIdx.x & 31;
   const int t = lane & (a.k.tpb - 1);
   const int groupInWarp = lane / a.k.tpb;
@@ -570,9 +751,48 @@ __global__ void __launch_bounds__(kThreads, MODE == kAccumulate ? 3 : 2) blockCo
   if ((MODE != kAccumulate) && blockIdx.x == 0 && threadIdx.x == 0) writeHeader(a.out, a);
 
   if constexpr (MODE == kCompress) {
-    for (size_t tile = warp; tile < nTiles; tile += nWarps)
-      compressBlockTile<T, FMT>(a, tile * groupsPerWarp + groupInWarp, t);
+    // Software pipeline over this warp's tiles: tile i + D - 1 is being copied in
+    // while tile i is compressed. Only whole, aligned tiles are staged (bit s of
+    // `staged` marks slot s); the rest go through the general load.
+    constexpr int D = Stage<T>::kCompressDepth;
+    extern __shared__ uint4 stagingArea[];
+    uint4* mine = stagingArea + threadIdx.x;
+    auto stageable = [&](size_t tile) {
+      return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+    };
+    uint32_t staged = 0;
+#pragma unroll
+    for (int i = 0; i < D - 1; ++i) {
+      const size_t tile = warp + i * nWarps;
+      if (stageable(tile)) {
+        stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
+                    mine + i * Vec<T>::NCH * kThreads);
+        staged |= 1u << i;
+      }
+      cpAsyncCommit();
+    }
+    int s = 0;
+    for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+      const int ahead = s == 0 ? D - 1 : s - 1;  // the slot read one iteration ago
+      staged &= ~(1u << ahead);
+      const size_t far = tile + (size_t)(D - 1) * nWarps;
+      if (stageable(far)) {
+        stageRaw<T>(static_cast<const T*>(a.x), far * groupsPerWarp + groupInWarp, t, a,
+                    mine + ahead * Vec<T>::NCH * kThreads);
+        staged |= 1u << ahead;
+      }
+      cpAsyncCommit();
+      cpAsyncWait<D - 1>();  // this tile's copies have landed
+      compressBlockTile<T, FMT>(a, tile * groupsPerWarp + groupInWarp, t,
+                                (staged >> s) & 1 ? mine + s * Vec<T>::NCH * kThreads : nullptr);
+      s = s + 1 == D ? 0 : s + 1;
+    }
+    cpAsyncWait<0>();
   } else {
+  if (MODE == kAccumulate && FMT != kFmtInt4 && a.vec && a.in.n == 1 && a.x == nullptr && inputsOk) {
+    decompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+    return;
+  }
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
@@ -718,6 +938,21 @@ int smCount() {
   return count[dev];
 }
 
+// Opts a kernel in to more than the default 48 KB of dynamic shared memory, once
+// per kernel and device (a host-side attribute: safe during stream capture).
+cudaError_t allowSharedMemory(const void* kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;
+  int dev = 0;
+  cudaGetDevice(&dev);
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.count({kernel, dev})) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e == cudaSuccess) done.insert({kernel, dev});
+  return e;
+}
+
 bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p & 15) == 0; }
 
 Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
@@ -760,12 +995,19 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
+    const size_t smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
+                        : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
+                                              : 0;
+    void (*kernel)(const Args);
     switch (d->format) {  // the format is compiled in: no per-element switch
-      case kFmtE4M3: blockCodecKernel<T, MODE, kFmtE4M3><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
-      case kFmtE5M2: blockCodecKernel<T, MODE, kFmtE5M2><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
-      case kFmtInt8: blockCodecKernel<T, MODE, kFmtInt8><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
-      default: blockCodecKernel<T, MODE, kFmtInt4><<<(unsigned)grid, kThreads, 0, stream>>>(a); break;
+      case kFmtE4M3: kernel = blockCodecKernel<T, MODE, kFmtE4M3>; break;
+      case kFmtE5M2: kernel = blockCodecKernel<T, MODE, kFmtE5M2>; break;
+      case kFmtInt8: kernel = blockCodecKernel<T, MODE, kFmtInt8>; break;
+      default: kernel = blockCodecKernel<T, MODE, kFmtInt4>; break;
     }
+    cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+    if (e != cudaSuccess) return e;
+    kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
   } else if (d->format == kFmtBf16) {
     elementCodecKernel<T, __nv_bfloat16, MODE><<<(unsigned)grid, kThreads, 0, stream>>>(a);
   } else {
