@@ -157,8 +157,11 @@ def test_sweep_summary_math():
     assert rows["int4-block"]["rel"] == pytest.approx(0.09 / 3.01)
     assert rows["int4-block"]["ratio"] == pytest.approx(4.5)
     assert rows["taco"]["inside_floor"] and rows["bf16"]["inside_floor"] and not rows["int4-block"]["inside_floor"]
+    assert rows["int4-block"]["sigmas"] == pytest.approx(9.0)
+    assert rows["int4-block"]["above"] and not rows["taco"]["above"] and not rows["exact"]["above"]
     assert s["control_discriminates"] is True
-    assert "YES" in tb.format_summary(s)
+    text = tb.format_summary(s)
+    assert "YES" in text and "4.50x spread, 9.0x std" in text and "worse than every baseline run: yes" in text
     s2 = tb.sweep_summary(dict(finals, **{"int4-block": [3.05]}))  # 0.04 = 2x spread < 3x
     assert s2["control_discriminates"] is False and "NO" in tb.format_summary(s2)
     assert tb.sweep_summary({"exact": [1.0, 1.1], "int4-block": [float("nan")]})["control_discriminates"] is True
