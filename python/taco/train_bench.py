@@ -579,6 +579,32 @@ def lr_at(cfg: dict, step: int) -> float:
 _CORPUS_CACHE: dict = {}
 
 
+def capture_sites(cfg: dict) -> list:
+    """(name, direction) of the TP AllReduces of one training step, in call order: forward,
+    each layer's attention output and MLP down projections (row-parallel partial outputs);
+    backward, from the last layer down, its MLP up and QKV input gradients (column-parallel)."""
+    L = cfg["layers"]
+    fwd = [(f"L{i}.{n}", "forward") for i in range(L) for n in ("attn_out", "mlp_down")]
+    bwd = [(f"L{i}.{n}", "backward") for i in reversed(range(L)) for n in ("mlp_up", "qkv")]
+    return fwd + bwd
+
+
+def save_capture(path: str, recorded: list, cfg: dict, step: int, tokens: int, dtype: str) -> None:
+    """Writes the partials of one step's TP AllReduces as float32 arrays (P, rows, features),
+    `tokens` token rows sampled once (the same rows at every site) to bound the file size."""
+    sites = capture_sites(cfg)
+    if len(recorded) != len(sites):
+        raise RuntimeError(f"captured {len(recorded)} AllReduces, expected {len(sites)} for {cfg['layers']} layers")
+    rows_total = recorded[0][0].shape[0]
+    rows = np.sort(np.random.default_rng([int(cfg["seed"]), step, 0xCA]).choice(
+        rows_total, size=min(tokens, rows_total), replace=False))
+    arrays = {f"site{k}": np.stack([p[rows] for p in parts]) for k, parts in enumerate(recorded)}
+    meta = {"kind": "taco-capture", "config": cfg, "step": step, "dtype": dtype, "rows": int(len(rows)),
+            "rows_total": int(rows_total), "sites": [{"name": n, "direction": d} for n, d in sites]}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
+
+
 def get_corpus(which: str) -> Corpus:
     if which not in _CORPUS_CACHE:
         _CORPUS_CACHE[which] = Corpus(which)
@@ -588,8 +614,11 @@ def get_corpus(which: str) -> Corpus:
 def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoint_every: int = 0,
           resume: bool = False, stop_after: int | None = None, time_limit: float | None = None,
           force_overflow_at: int | None = None, eval_exact: bool = True, quiet: bool = False,
-          device: str | None = None) -> dict:
-    """One run; returns its log (also written to out/<run>.json when `out`)."""
+          device: str | None = None, capture: str | None = None, capture_step: int | None = None,
+          capture_tokens: int = 512) -> dict:
+    """One run; returns its log (also written to out/<run>.json when `out`). With `capture`,
+    the P partial tensors of every TP AllReduce of training step `capture_step` (default:
+    the last step) are saved there (save_capture) for `python -m taco accuracy --source capture`."""
     T = _torch_parts()
     torch = T["torch"]
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
@@ -733,6 +762,15 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
             gp["lr"] = lr_at(cfg, step)
         x, y = windows(data_tr, batch_offsets(corpus.train.size, S, B, cfg["seed"], step))
         c0, e0 = tp.calls, tp.elements
+        capturing = capture is not None and step == (capture_step or cfg["steps"])
+        if capturing:
+            recorded, plain_reduce = [], tp.reduce
+
+            def recording_reduce(tensors, outs):
+                recorded.append([t.detach().float().cpu().numpy().reshape(-1, t.shape[-1]) for t in tensors])
+                plain_reduce(tensors, outs)
+
+            tp.reduce = recording_reduce
         with autocast():
             loss = model(x, y)
         forced = force_overflow_at is not None and step == force_overflow_at
@@ -755,6 +793,10 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
         else:
             if not forced or torch.isfinite(gnorm):
                 opt.step()
+        if capturing:
+            tp.reduce = plain_reduce
+            save_capture(capture, recorded, cfg, step, capture_tokens, str(cdt or "torch.float32"))
+            say(f"step {step:6d}  captured the partials of {len(recorded)} TP AllReduces -> {capture}")
         if "allreduce_per_step" not in log:
             log["allreduce_per_step"] = {"calls": tp.calls - c0, "elements": tp.elements - e0,
                                          "bytes_uncompressed": (tp.elements - e0) * (4 if cdt is None else 2)}
@@ -845,6 +887,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-overflow-at", type=int, default=None, metavar="STEP",
                    help="multiply the loss by 1e30 at STEP (fp16: the GradScaler must skip it)")
     p.add_argument("--device", default=None, help="torch device (default: cuda for taco, cpu otherwise)")
+    p.add_argument("--capture", default=None, metavar="FILE.npz",
+                   help="save the partials of every TP AllReduce of one training step (for "
+                        "`python -m taco accuracy --source capture FILE.npz`)")
+    p.add_argument("--capture-step", type=int, default=None, metavar="N", help="the step to capture (default: the last)")
+    p.add_argument("--capture-tokens", type=int, default=512, metavar="K", help="token rows kept per tensor (default 512)")
     p.add_argument("--quiet", action="store_true")
     g = p.add_argument_group("sweep / reports")
     g.add_argument("--sweep", action="store_true", help="baseline seeds + every codec, then the summary")
@@ -896,8 +943,11 @@ def run(args) -> int:
                   eval_exact=not args.no_eval_exact, quiet=args.quiet, device=args.device)
     if not args.sweep:
         cfg = make_config(args)
-        train(cfg, args.out, time_limit=args.time_limit, **common)
+        train(cfg, args.out, time_limit=args.time_limit, capture=args.capture, capture_step=args.capture_step,
+              capture_tokens=args.capture_tokens, **common)
         return 0
+    if args.capture:
+        raise SystemExit("--capture: one run at a time (not with --sweep)")
     if not args.out:
         raise SystemExit("--sweep needs --out DIR")
     seeds = [int(s) for s in args.seeds.split(",")]

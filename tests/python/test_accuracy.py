@@ -139,3 +139,26 @@ def test_quick_real_model(tmp_path):
     assert 0 < doc["info"]["loss"] < 3
     # per-tensor FP8 flushes real backward gradients that per-block FP8 keeps
     assert summ[("backward", "fp32", 8, "pt-fp8")]["ftz"] > 10 * summ[("backward", "fp32", 8, "fp8-block")]["ftz"]
+
+
+def test_captured_site_merges_adjacent_ranks():
+    parts = np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2)
+    s = acc.CapturedSite("L0.qkv", "backward", parts)
+    assert s.features == 2
+    p4 = s.partials(4)
+    assert len(p4) == 4 and all(np.array_equal(p4[r], parts[r].reshape(-1)) for r in range(4))
+    p2 = s.partials(2)
+    assert np.array_equal(p2[0], (parts[0] + parts[1]).reshape(-1))
+    assert np.array_equal(p2[1], (parts[2] + parts[3]).reshape(-1))
+    assert np.array_equal(s.partials(1)[0], parts.sum(axis=0).reshape(-1))
+    with pytest.raises(ValueError, match="cannot form P = 3"):
+        s.partials(3)
+
+
+def test_capture_file_errors(tmp_path):
+    bad = tmp_path / "x.npz"
+    np.savez(bad, a=np.zeros(3))
+    with pytest.raises(SystemExit, match="not a capture file"):
+        acc.main(["--capture", str(bad)])
+    with pytest.raises(SystemExit, match="--capture"):
+        acc.main(["--source", "capture"])

@@ -231,3 +231,37 @@ def test_summary_at_step_tail_and_paired():
     row = next(r for r in s["rows"] if r["codec"] == "taco")
     assert row["paired_n"] == 2 and row["paired_rel"] == pytest.approx(0.1 / 2.1)
     assert "+4.762 (2)" in tb.format_summary(s)
+
+
+def test_capture_feeds_the_accuracy_tables(tmp_path):
+    """--capture saves the partials every TP AllReduce of one step received; `python -m taco
+    accuracy --capture` measures the codecs on exactly those tensors."""
+    from taco import accuracy as acc
+
+    path = str(tmp_path / "cap.npz")
+    run("--steps 3 --tp 4", capture=path, capture_step=2, capture_tokens=32)
+    with np.load(path) as z:
+        meta = json.loads(str(z["meta"]))
+        arrays = {k: z[k] for k in z.files if k != "meta"}
+    assert meta["kind"] == "taco-capture" and meta["step"] == 2 and meta["rows"] == 32
+    names = [s["name"] for s in meta["sites"]]
+    assert names == ["L0.attn_out", "L0.mlp_down", "L1.attn_out", "L1.mlp_down",
+                     "L1.mlp_up", "L1.qkv", "L0.mlp_up", "L0.qkv"]
+    assert len(arrays) == 8 and all(a.shape == (4, 32, 128) and np.isfinite(a).all() for a in arrays.values())
+    assert all(np.abs(a).max() > 0 for a in arrays.values())
+    # the partials differ per rank (each is its own shard's contribution)
+    assert not np.array_equal(arrays["site0"][0], arrays["site0"][1])
+
+    out = str(tmp_path / "acc.json")
+    assert acc.main(["--capture", path, "--codecs", "none,fp8-block,int4-block", "--json", out]) == 0
+    with open(out) as f:
+        doc = json.load(f)
+    assert doc["info"]["source"] == "capture" and doc["info"]["P_captured"] == 4
+    summ = {(s["direction"], s["P"], s["codec"]): s for s in doc["summary"]}
+    assert {P for (_, P, _) in summ} == {2, 4} and {s["dtype"] for s in doc["summary"]} == {"fp32"}
+    for d in ("forward", "backward"):
+        assert summ[(d, 4, "none")]["nmse"] < 1e-12  # fp32 sum in rank order vs the fp64 sum
+        assert 1e-5 < summ[(d, 4, "fp8-block")]["nmse"] < 1e-2
+        assert summ[(d, 4, "int4-block")]["nmse"] > 3 * summ[(d, 4, "fp8-block")]["nmse"]
+    with pytest.raises(SystemExit, match="--P"):
+        acc.main(["--capture", path, "--P", "8", "--codecs", "none"])
