@@ -220,30 +220,32 @@ def run_value(lg: dict, key: str = "val", at_step: int | None = None, tail: int 
     return statistics.fmean(e[key] for e in ev[-tail:])
 
 
-def finals_from_logs(logs: list, key: str = "val", finished_only: bool = True, at_step: int | None = None,
-                     tail: int = 1) -> dict:
-    """{codec: [value per run]}; with at_step, unfinished runs that reached it count too
-    (every run of a sweep shares one LR schedule, so equal steps compare)."""
-    finals: dict = {}
+def _run_values(logs: list, key: str, finished_only: bool, at_step: int | None, tail: int) -> list:
+    """(codec, seed, value) of every run that counts: with at_step, each run that reached it
+    (every run of a sweep shares one LR schedule, so equal steps compare); else the finished runs."""
+    out = []
     for lg in logs:
         if finished_only and at_step is None and not lg.get("finished"):
             continue
         v = run_value(lg, key, at_step, tail)
         if v is not None:
-            finals.setdefault(lg["config"]["codec"], []).append(v)
+            out.append((lg["config"]["codec"], lg["config"]["seed"], v))
+    return out
+
+
+def finals_from_logs(logs: list, key: str = "val", finished_only: bool = True, at_step: int | None = None,
+                     tail: int = 1) -> dict:
+    """{codec: [value per run]}."""
+    finals: dict = {}
+    for codec, _, v in _run_values(logs, key, finished_only, at_step, tail):
+        finals.setdefault(codec, []).append(v)
     return finals
 
 
 def paired_from_logs(logs: list, key: str = "val", finished_only: bool = True, at_step: int | None = None,
                      tail: int = 1) -> dict:
     """{codec: [value - baseline value of the same seed]} for the seeds that have both."""
-    vals: dict = {}
-    for lg in logs:
-        if finished_only and at_step is None and not lg.get("finished"):
-            continue
-        v = run_value(lg, key, at_step, tail)
-        if v is not None:
-            vals[(lg["config"]["codec"], lg["config"]["seed"])] = v
+    vals = {(codec, seed): v for codec, seed, v in _run_values(logs, key, finished_only, at_step, tail)}
     out: dict = {}
     for (c, seed), v in vals.items():
         if c != BASELINE and (BASELINE, seed) in vals:
