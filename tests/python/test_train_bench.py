@@ -265,3 +265,32 @@ def test_capture_feeds_the_accuracy_tables(tmp_path):
         assert summ[(d, 4, "int4-block")]["nmse"] > 3 * summ[(d, 4, "fp8-block")]["nmse"]
     with pytest.raises(SystemExit, match="--P"):
         acc.main(["--capture", path, "--P", "8", "--codecs", "none"])
+
+
+def test_config_argv_round_trips():
+    for extra in ("--steps 7 --tp 2", "--untied --lr 0.002 --seed 3 --codec int4-block --backend cpu-ref"):
+        c = cfg(extra)
+        p = argparse.ArgumentParser()
+        tb.add_arguments(p)
+        assert tb.make_config(p.parse_args(tb.config_argv(c))) == c
+
+
+def test_parallel_sweep_runs_workers_and_summarizes(tmp_path, capsys):
+    from taco.__main__ import main
+
+    out = str(tmp_path)
+    args = ["train", "--sweep", *SMALL.split(), "--steps", "3", "--tp", "2", "--eval-every", "3",
+            "--backend", "cpu-exact", "--seeds", "0,1", "--codecs", "int4-block", "--out", out, "--parallel", "3"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.count("started ") == 3 and "control int4-block" in text
+    logs = tb.load_logs(out)
+    assert sorted((lg["config"]["codec"], lg["config"]["seed"], lg["config"]["backend"], lg["finished"])
+                  for lg in logs) == [("exact", 0, "cpu-exact", True), ("exact", 1, "cpu-exact", True),
+                                      ("int4-block", 0, "cpu-ref", True)]
+    assert all(os.path.exists(os.path.join(out, lg["name"] + ".log")) for lg in logs)
+    # a finished sweep is not run again
+    assert main(args) == 0
+    assert capsys.readouterr().out.count("finished earlier, skipped") == 3
+    with pytest.raises(SystemExit, match="--parallel"):
+        main(args[:-1] + ["0"])
