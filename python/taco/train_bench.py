@@ -977,14 +977,7 @@ def run(args) -> int:
     if args.parallel > 1 or args.gpus:
         return _parallel_sweep(args, plan)
     t0 = time.time()
-    for codec, seed in plan:
-        cfg = _sweep_config(args, codec, seed)
-        path = os.path.join(args.out, run_name(cfg) + ".json")
-        if os.path.exists(path):
-            with open(path) as f:
-                if json.load(f).get("finished"):
-                    print(f"{run_name(cfg)}: finished earlier, skipped")
-                    continue
+    for cfg in _pending_runs(args, plan):
         left = None if args.time_limit is None else args.time_limit - (time.time() - t0)
         if left is not None and left <= 0:
             print("sweep: time limit reached; rerun the same command with --resume to continue")
@@ -1005,6 +998,18 @@ def _sweep_config(args, codec: str, seed: int) -> dict:
     return make_config(a)
 
 
+def _pending_runs(args, plan: list) -> list:
+    """The configs of the sweep's runs that have not finished (the finished ones are reported)."""
+    todo = []
+    for codec, seed in plan:
+        cfg = _sweep_config(args, codec, seed)
+        if _finished(os.path.join(args.out, run_name(cfg) + ".json")):
+            print(f"{run_name(cfg)}: finished earlier, skipped")
+            continue
+        todo.append(cfg)
+    return todo
+
+
 def _parallel_sweep(args, plan: list) -> int:
     """The sweep's runs as worker processes (`python -m taco train` with the run's own
     arguments, --resume, checkpointing), `--parallel` at a time, round-robin over `--gpus`;
@@ -1012,16 +1017,7 @@ def _parallel_sweep(args, plan: list) -> int:
     import subprocess
 
     gpus = [g for g in (args.gpus or "").split(",") if g]
-    todo = []
-    for codec, seed in plan:
-        cfg = _sweep_config(args, codec, seed)
-        path = os.path.join(args.out, run_name(cfg) + ".json")
-        if os.path.exists(path):
-            with open(path) as f:
-                if json.load(f).get("finished"):
-                    print(f"{run_name(cfg)}: finished earlier, skipped")
-                    continue
-        todo.append(cfg)
+    todo = _pending_runs(args, plan)
     os.makedirs(args.out, exist_ok=True)
     t0, running, failed, k = time.time(), [], [], 0
     while todo or running:
