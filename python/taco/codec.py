@@ -243,6 +243,18 @@ def _exact(exact: Any, like: Buf, count: int, dname: str) -> Buf | None:
     return eb
 
 
+def _sum_inputs(wires, codec, block, count, dtype, exact, stream) -> tuple:
+    """The checked arguments shared by decompress_accumulate and decompress_reduce_compress:
+    (codec, wire buffers, dtype name, taco dtype, count, exact buffer or None)."""
+    c = find_codec(codec, block)
+    s = stream_handle(stream)
+    ins = _inputs(wires, s)
+    _resolve_stream(ins[0], s, "wires[0]")
+    dname = dtype_name(dtype)
+    count = int(count)
+    return c, ins, dname, taco_dtype(dname), count, _exact(exact, ins[0], count, dname)
+
+
 def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: Any,
                           exact: Any = None, *, block: int | None = None, out: Any = None,
                           stream: Any = None) -> Any:
@@ -250,14 +262,7 @@ def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: A
     summed in fp32 in a fixed order and rounded once to `dtype`. `out` may be
     `exact` (in-place accumulation). Returns `out` (allocated when not given)."""
     lib = _lib.lib()
-    c = find_codec(codec, block)
-    s = stream_handle(stream)
-    ins = _inputs(wires, s)
-    _resolve_stream(ins[0], s, "wires[0]")
-    dname = dtype_name(dtype)
-    dt = taco_dtype(dname)
-    count = int(count)
-    eb = _exact(exact, ins[0], count, dname)
+    c, ins, dname, dt, count, eb = _sum_inputs(wires, codec, block, count, dtype, exact, stream)
     out, ob = _data_out(out, ins[0], count, dname)
     places = [(f"wires[{i}]", b) for i, b in enumerate(ins)] + [("out", ob)]
     if eb is not None:
@@ -283,14 +288,7 @@ def decompress_reduce_compress(wires: Sequence[Any], codec: Any, count: int, dty
     elements of `dtype`) or return_decompressed=True, also writes the
     decompression of `out` to y and returns (out, y); otherwise returns out."""
     lib = _lib.lib()
-    c = find_codec(codec, block)
-    s = stream_handle(stream)
-    ins = _inputs(wires, s)
-    _resolve_stream(ins[0], s, "wires[0]")
-    dname = dtype_name(dtype)
-    dt = taco_dtype(dname)
-    count = int(count)
-    eb = _exact(exact, ins[0], count, dname)
+    c, ins, dname, dt, count, eb = _sum_inputs(wires, codec, block, count, dtype, exact, stream)
     nbytes = compressed_size(c, count, dt)
     out, ob = _wire_out(out, ins[0], nbytes)
     yb = None
