@@ -475,21 +475,33 @@ __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (
   }
 }
 
-// FP8 codes of a chunk straight into the words that are stored: two byte permutes
-// per 8 codes (through a byte array the compiler spends ~10 instructions on them).
+// Four codes as the word that is stored. FP8: two paired conversions and one byte
+// permute (through a byte array the compiler spends ~10 instructions on them).
+template <int FMT>
+__device__ __forceinline__ uint32_t encodeWord(const float* v, float inv) {
+  if constexpr (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+    const uint32_t p0 = __nv_cvt_float2_to_fp8x2(make_float2(v[0] * inv, v[1] * inv), __NV_SATFINITE, kind);
+    const uint32_t p1 = __nv_cvt_float2_to_fp8x2(make_float2(v[2] * inv, v[3] * inv), __NV_SATFINITE, kind);
+    return __byte_perm(p0, p1, 0x5410);
+  } else {
+    uint8_t c[4];
+    encodeChunk<4, FMT>(v, inv, c);
+    uint32_t w;
+    memcpy(&w, c, 4);
+    return w;
+  }
+}
+
+// FP8 codes of a chunk straight into the words that are stored.
 template <int V, int FMT>
 __device__ __forceinline__ void storeFp8Words(uint8_t* codes, size_t block, int t, const Args& a, int j,
                                               const float* v, float inv) {
-  constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
-  uint32_t p[V / 2];
-#pragma unroll
-  for (int i = 0; i < V / 2; ++i)
-    p[i] = __nv_cvt_float2_to_fp8x2(make_float2(v[2 * i] * inv, v[2 * i + 1] * inv), __NV_SATFINITE, kind);
   uint8_t* dst = codes + block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   if constexpr (V == 8)
-    *reinterpret_cast<uint2*>(dst) = make_uint2(__byte_perm(p[0], p[1], 0x5410), __byte_perm(p[2], p[3], 0x5410));
+    *reinterpret_cast<uint2*>(dst) = make_uint2(encodeWord<FMT>(v, inv), encodeWord<FMT>(v + 4, inv));
   else
-    *reinterpret_cast<uint32_t*>(dst) = __byte_perm(p[0], p[1], 0x5410);
+    *reinterpret_cast<uint32_t*>(dst) = encodeWord<FMT>(v, inv);
 }
 
 template <typename T, int FMT, bool FIRST>
@@ -555,19 +567,31 @@ __device__ __forceinline__ void blockMaxBad(const float (&v)[kPerThread], int tp
   bad = __any_sync(0xffffffffu, probe != probe) ? groupAny(probe != probe, tpb) : false;
 }
 
-// Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
-// block, bad = it holds NaN/Inf.
-template <typename T, int FMT, int MODE>
-__device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
-                                             float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
-                                             float (&dOut)) {
-  constexpr int V = Vec<T>::V;
+// Before the rotation: the adaptive scale alpha (from the block energy; 1 without
+// it) and the tiny-block lift, both applied to v. m0 = max|x| of the block, bad = it
+// holds NaN/Inf; tpb: lanes per block.
+__device__ __forceinline__ float prescale(const Args& a, float (&v)[kPerThread], float m0, bool bad, int tpb,
+                                          float& lift) {
   float alpha = 1.0f;
   if (a.k.adaptive) {
-    const EnergyScale ks = energyScale(bad ? 1.0f : m0);
+    // energyScale's exponent and single multiplier straight from the bits of max|x| when
+    // that is a normal float >= 2^-118 (frexp's e = biased exponent - 126, and
+    // 2^(10 - e) is then a normal float): the same values without the general code.
+    const float mm = bad ? 1.0f : m0;
+    const uint32_t eb = __float_as_uint(mm) >> 23;
+    const bool common = eb >= 9;
     uint32_t S = 0;
-    if (energySingleScale(ks)) {
-      const float k = ks.k1 * ks.k2;
+    int e = (int)eb - 126;
+    float k = __uint_as_float((263u - eb) << 23);
+    bool single = true;
+    EnergyScale ks{1.0f, 1.0f, 0};
+    if (!common) {
+      ks = energyScale(mm);
+      e = ks.e;
+      single = energySingleScale(ks);
+      k = ks.k1 * ks.k2;
+    }
+    if (single) {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) {
         // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
@@ -581,15 +605,57 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) S += energyTerm(v[r], ks);
     }
-    S = groupSum(S, a.k.tpb);
-    alpha = adaptiveAlpha(S, ks.e, a.k.log2B);
+    S = groupSum(S, tpb);
+    // adaptiveAlpha, its ldexp as a multiply by an exact power of two (2e - 20 - log2B
+    // >= -264: a normal double) in the common case
+    if (common)
+      alpha = (float)(kTau / sqrt((double)S * __hiloint2double((2 * e - 20 - a.k.log2B + 1023) << 20, 0) + kEps));
+    else
+      alpha = adaptiveAlpha(S, e, a.k.log2B);
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) v[r] *= alpha;
   }
-  const float lift = tinyLift(bad ? 1.0f : m0, a.k.adaptive);
+  lift = tinyLift(bad ? 1.0f : m0, a.k.adaptive);
   if (lift != 1.0f)
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) v[r] *= lift;
+  return alpha;
+}
+
+// After it: the quantisation scales from m = max|Z'|; a bad block gets NaN scales, and
+// inv = NaN makes every code the format's NaN code (the FP8 conversion writes 0x7f for
+// NaN, the integer one 0 = formatNaNCode).
+template <int FMT>
+__device__ __forceinline__ QuantScales blockScales(const Args& a, float m, float lift, bool bad, float& alpha) {
+  QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
+  if (lift != 1.0f) qs.s = qs.s / lift;  // x / 1 == x: skip the division (and its slow path) in the common case
+  if (bad) {
+    qs.s = canonicalNaN();
+    qs.inv = canonicalNaN();
+    alpha = canonicalNaN();
+  }
+  return qs;
+}
+
+__device__ __forceinline__ void storeScales(const Args& a, uint8_t* outWire, size_t block, float alpha, float s) {
+  float* sc = reinterpret_cast<float*>(outWire + a.scalesOffset);
+  if (a.k.adaptive) {
+    sc[2 * block] = alpha;
+    sc[2 * block + 1] = s;
+  } else {
+    sc[block] = s;
+  }
+}
+
+// Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
+// block, bad = it holds NaN/Inf.
+template <typename T, int FMT, int MODE>
+__device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
+                                             float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
+                                             float (&dOut)) {
+  constexpr int V = Vec<T>::V;
+  float lift;
+  float alpha = prescale(a, v, m0, bad, a.k.tpb, lift);
   float m = m0 * lift;
   if (a.k.rotate) {
     fwht<V>(v, t, a.k.tpb);
@@ -598,15 +664,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
     m = groupMax(m, a.k.tpb);
   }
-  QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
-  if (lift != 1.0f) qs.s = qs.s / lift;  // x / 1 == x: skip the division (and its slow path) in the common case
-  if (bad) {
-    // NaN scales; and inv = NaN makes every code the format's NaN code: the FP8
-    // conversion writes 0x7f for NaN, the integer one 0 (= formatNaNCode).
-    qs.s = canonicalNaN();
-    qs.inv = canonicalNaN();
-    alpha = canonicalNaN();
-  }
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
   dOut = decodeScale(qs.s, alpha, a.k.c);
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
 #pragma unroll
@@ -622,15 +680,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
     if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
   }
-  if (active && t == 0) {
-    float* sc = reinterpret_cast<float*>(outWire + a.scalesOffset);
-    if (a.k.adaptive) {
-      sc[2 * block] = alpha;
-      sc[2 * block + 1] = qs.s;
-    } else {
-      sc[block] = qs.s;
-    }
-  }
+  if (active && t == 0) storeScales(a, outWire, block, alpha, qs.s);
 }
 
 // Compress of one tile: from the staged 16-byte chunks when the whole warp's blocks
@@ -735,6 +785,310 @@ __device__ __forceinline__ void decompressTiles(const Args& a, size_t warp, size
   cpAsyncWait<0>();
 }
 
+// ---- B = 256 with rotation (taco's default, and int8-hadamard's): a faster layout.
+// The general mapping does the FWHT's three lane-bit strides with 3 x 32 shuffles
+// and as many FMAs per thread, over half of the rotated kernels' instructions. Here
+// thread t of a block's 8 lanes first holds positions 32t .. 32t+31 (strides 1..16 in
+// registers); one transposition through shared memory (8 + 8 vector accesses) then
+// gives it positions 32a + 4t + b (a < 8, b < 4) in v[4a + b], for strides 32, 64 and
+// 128 as register strides 4, 8 and 16. The butterfly order, so the rounding, is the
+// same as everywhere else. A warp's tile is 4 blocks (1024 elements).
+//
+// Shared memory: every access is conflict-free, and cheap to address (per-tile address
+// arithmetic was a tenth of the instructions). cp.async wants each 128-byte line of
+// global memory to land in one 128-byte row of shared memory (a line spread over two
+// rows cost up to 8x the wavefronts, measured), so staged chunk c of a block sits in
+// row c >> 3 of the block's region, at column (c & 7) ^ (c / NCH & 7): one XOR with a
+// per-thread base per read. The transposition, plain stores and loads, uses a padded
+// layout instead: unit (row r, column q) at 9r + q, a per-thread base plus constants.
+namespace r256 {
+
+constexpr int kLanes = 8;                 // lanes per block
+constexpr int kWarps = kThreads / 32;
+constexpr int kXposeGroup = 72;           // 16-byte units of a block's transposition buffer (8 rows of 9)
+constexpr int kCompressDepth = 2;         // tiles in flight per warp (compress)
+constexpr int kDecompressDepth = 3;       // (decompress)
+constexpr int kCodesGroup = 16;           // a block's codes, in 16-byte units
+// a decompress slot: every warp's codes (row-aligned), then (alpha, s) per block
+constexpr int kDecompressSlot = kWarps * 4 * kCodesGroup + kWarps * 4 * 8 / 16;
+
+template <typename T>
+struct Layout {
+  // a block's staged input: 32 units for 16-bit types; fp32's 64 padded to 72, the
+  // transposition buffer it shares (fp32 transposes in the slot it has just read;
+  // 16-bit types have a separate buffer after the slots)
+  static constexpr int kGroupUnits = sizeof(T) == 4 ? kXposeGroup : 256 / Vec<T>::V;
+  static constexpr int kSlotUnits = kWarps * 4 * kGroupUnits;
+  static constexpr int kCompressUnits =
+      kCompressDepth * kSlotUnits + (sizeof(T) == 4 ? 0 : kWarps * 4 * kXposeGroup);
+  static constexpr int kDecompressUnits = kDecompressDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
+};
+
+// Butterflies in registers on strides H0, 2 H0, ..., H1 of the register index.
+template <int H0, int H1>
+__device__ __forceinline__ void butterflies(float (&v)[kPerThread]) {
+#pragma unroll
+  for (int h = H0; h <= H1; h <<= 1)
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r)
+      if (!(r & h)) {
+        const float x = v[r], y = v[r + h];
+        v[r] = x + y;
+        v[r + h] = x - y;
+      }
+}
+
+// The whole FWHT of a block held as positions 32t + r; leaves positions 32a + 4t + b
+// in v[4a + b]. row = buf + 9t, col = buf + t (this lane's bases in the block's buffer).
+__device__ __forceinline__ void fwht(float (&v)[kPerThread], float4* row, const float4* col) {
+  butterflies<1, 16>(v);
+  __syncwarp();  // the buffer's previous readers are done
+#pragma unroll
+  for (int q = 0; q < 8; ++q) row[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+  __syncwarp();
+#pragma unroll
+  for (int a = 0; a < 8; ++a) {
+    const float4 f = col[9 * a];
+    v[4 * a] = f.x;
+    v[4 * a + 1] = f.y;
+    v[4 * a + 2] = f.z;
+    v[4 * a + 3] = f.w;
+  }
+  butterflies<4, 16>(v);
+}
+
+// Four output elements (16-bit types: two conversions of a pair each).
+template <typename T>
+__device__ __forceinline__ void store4(T* p, const float* v) {
+  if constexpr (std::is_same<T, float>::value) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]), hi = __floats2bfloat162_rn(v[2], v[3]);
+    uint2 w;
+    memcpy(&w.x, &lo, 4);
+    memcpy(&w.y, &hi, 4);
+    *reinterpret_cast<uint2*>(p) = w;
+  } else {
+    const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+    uint2 w;
+    memcpy(&w.x, &lo, 4);
+    memcpy(&w.y, &hi, 4);
+    *reinterpret_cast<uint2*>(p) = w;
+  }
+}
+
+// Compress of one staged block: this lane's chunk k is at byte offset in ^ 16k of the
+// staging area; row / col are its transposition bases.
+template <typename T, int FMT>
+__device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
+                                              float4* row, const float4* col) {
+  RawChunks<T> raw;
+#pragma unroll
+  for (int k = 0; k < Vec<T>::NCH; ++k) raw.c[k] = *reinterpret_cast<const uint4*>(area + (in ^ (16u * k)));
+  float v[kPerThread];
+  rawToFloat<T>(raw, v);
+  float m0;
+  bool bad;
+  absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), kLanes), m0, bad);
+  float lift;
+  float alpha = prescale(a, v, m0, bad, kLanes, lift);
+  fwht(v, row, col);
+  float m = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
+  m = groupMax(m, kLanes);
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 4 * t;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) *reinterpret_cast<uint32_t*>(codes + 32 * q) = encodeWord<FMT>(&v[4 * q], qs.inv);
+  if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
+}
+
+// The compress loop: this warp's tiles, the next one copied in (cp.async) while this
+// one is compressed; tiles not wholly inside `count` take the general path.
+template <typename T, int FMT>
+__device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
+                                              int t) {
+  constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
+  using L = Layout<T>;
+  extern __shared__ uint4 stagingArea[];
+  uint4* group = stagingArea + ((threadIdx.x >> 5) * 4 + g) * L::kGroupUnits;  // this block's region in slot 0
+  // chunk c at unit (c & ~7) | ((c & 7) ^ (c / NCH & 7)): lane t reads chunks NCH t + k
+  // at (NCH t ^ t) ^ k (k does not reach the bits of NCH t), writes chunks t + 8j.
+  const uint32_t readOffset = (uint32_t)((group - stagingArea) + ((NCH * t) ^ t)) * 16u;
+  float4* xposeArea = reinterpret_cast<float4*>(stagingArea + kCompressDepth * L::kSlotUnits) +
+                      ((threadIdx.x >> 5) * 4 + g) * kXposeGroup;
+  const size_t nFull = a.count / 1024;  // tiles wholly inside count
+  const size_t step = nWarps * 1024;    // elements from one of this warp's tiles to its next
+  const T* next = static_cast<const T*>(a.x) + (warp * 4 + g) * 256 + t * V;  // this lane's first chunk of tile `warp`
+  auto stage = [&](int slot) {  // the tile at `next`: lane t copies chunks t + 8j
+    uint4* dst = group + slot * L::kSlotUnits;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) cpAsync(dst + 8 * j + (t ^ ((t + 8 * j) / NCH & 7)), next + 8 * j * V, 16);
+  };
+  if (warp < nFull) stage(0);
+  cpAsyncCommit();
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    __syncwarp();  // every lane is done with the slot about to be refilled
+    next += step;
+    if (tile + nWarps < nFull) stage(s ^ 1);
+    cpAsyncCommit();
+    const size_t block = tile * 4 + g;
+    if (tile < nFull) {
+      cpAsyncWait<1>();
+      __syncwarp();  // the other lanes' copies have landed too
+      float4* buf = sizeof(T) == 4 ? reinterpret_cast<float4*>(group + s * L::kSlotUnits) : xposeArea;
+      compressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
+                            readOffset + (uint32_t)(s * L::kSlotUnits * 16), buf + 9 * t, buf + t);
+    } else {
+      compressBlockTile<T, FMT>(a, block, t, nullptr);
+    }
+    s ^= 1;
+  }
+  cpAsyncWait<0>();
+}
+
+// Plain decompress (one input, no exact input, aligned pointers): each lane stages its
+// own 32 codes (units 2t and 2t + 1 of its block's 16, the pair swapped on lanes 4..7 so
+// that reads are conflict-free) and lane 0 its block's scales, D - 1 tiles ahead.
+template <typename T, int FMT>
+__device__ __forceinline__ void decompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
+                                                int t) {
+  constexpr int D = kDecompressDepth;
+  extern __shared__ uint4 stagingArea[];
+  const int b = (threadIdx.x >> 5) * 4 + g;  // this block's index in the CTA's tile
+  const int swap = (t >> 2) & 1;
+  auto codesAt = [&](int slot) { return stagingArea + slot * kDecompressSlot + b * kCodesGroup + 2 * t; };
+  auto scalesAt = [&](int slot) {
+    return reinterpret_cast<float2*>(stagingArea + slot * kDecompressSlot + kWarps * 4 * kCodesGroup) + b;
+  };
+  float4* buf = reinterpret_cast<float4*>(stagingArea + D * kDecompressSlot) + b * kXposeGroup;
+  const uint8_t* in = static_cast<const uint8_t*>(a.in.ptr[0]);
+  const float* sc = reinterpret_cast<const float*>(in + a.scalesOffset);
+  const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  const size_t nFull = a.count / 1024;
+  auto stage = [&](size_t tile, int slot) {
+    const size_t block = tile * 4 + g;
+    const uint8_t* src = in + TACO_HEADER_BYTES + block * 256 + 32 * t;
+    cpAsync(codesAt(slot) + swap, src, 16);
+    cpAsync(codesAt(slot) + (swap ^ 1), src + 16, 16);
+    if (t == 0) cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    if (warp + i * nWarps < nFull) stage(warp + i * nWarps, i);
+    cpAsyncCommit();
+  }
+  int s = 0;
+  T* y = static_cast<T*>(a.y);
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    // the slot read one iteration ago: its codes by this lane only, its scales by the
+    // block's lanes, all before fwht's first __syncwarp
+    const int ahead = s == 0 ? D - 1 : s - 1;
+    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    if (far < nFull) stage(far, ahead);
+    cpAsyncCommit();
+    const size_t block = tile * 4 + g;
+    float v[kPerThread];
+    if (tile < nFull) {
+      cpAsyncWait<D - 1>();
+      __syncwarp();  // lane 0's copy of the scales has landed too
+      const float2 sp = *scalesAt(s);
+      const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const uint4 cw = codesAt(s)[k ^ swap];
+        uint8_t c[16];
+        memcpy(c, &cw, 16);
+        float f[16];
+        decodeChunk<16, FMT>(c, f);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
+      }
+      fwht(v, buf + 9 * t, buf + t);
+      T* out = y + block * 256 + 4 * t;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q]);
+    } else {
+      const bool active = block < a.nBlocks;
+      accumulateTile<T, FMT>(a, block, t, active, v);
+      if (active) storeValues<T>(y, block, t, a, v);
+    }
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+}
+
+}  // namespace r256
+
+// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
+// staging (and plain decompress when its inputs fail the header check: NaN output).
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    accumulateTile<T, FMT>(a, block, t, active, v);
+    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    if (!inputsOk)
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+    if (MODE == kAccumulate) {
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+      continue;
+    }
+    // kReduceCompress: compress the fp32 sum, zero past `count` as compress() pads
+    // (the rotation leaves the padding of the last block non-zero); optionally
+    // decompress it again.
+    if (active && (block + 1) * a.k.B > a.count) {
+      constexpr int V = Vec<T>::V;
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
+        if (idx >= a.count) v[r] = 0.0f;
+      }
+    }
+    float m0, d;
+    bool bad;
+    blockMaxBad(v, a.k.tpb, m0, bad);
+    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d);
+    if (a.y != nullptr) {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
+      if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+  }
+}
+
+// Compress and plain decompress of the rotated codecs at B = 256 with aligned
+// pointers: a kernel of their own (its own registers and launch bounds, and the
+// general kernel keeps its allocation).
+__host__ __device__ __forceinline__ bool rotated256(const Args& a, int mode) {
+  return a.k.rotate && a.k.B == 256 && a.k.fmt != kFmtInt4 && a.vec &&
+         (mode == kCompress || (mode == kAccumulate && a.in.n == 1 && a.x == nullptr));
+}
+
+template <typename T, int MODE, int FMT>
+__global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) rotated256Kernel(const Args a) {
+  static_assert(MODE != kReduceCompress && FMT != kFmtInt4, "no B = 256 fast path for this kernel");
+  const int lane = threadIdx.x & 31, t = lane & 7, g = lane >> 3;
+  const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const size_t nWarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+  const size_t nTiles = (a.nBlocks + 3) / 4;
+  if constexpr (MODE == kCompress) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) writeHeader(a.out, a);
+    r256::compressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
+  } else if (headerOk(static_cast<const uint8_t*>(a.in.ptr[0]), a)) {
+    r256::decompressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
+  } else {
+    generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, 4, g, t, false);
+  }
+}
+
 template <typename T, int MODE, int FMT>
 __global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) blockCodecKernel(const Args a) {
   const int lane = threadIdx.x & 31;
@@ -793,41 +1147,7 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) blockCode
     decompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
     return;
   }
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    const size_t block = tile * groupsPerWarp + groupInWarp;
-    const bool active = block < a.nBlocks;
-    float v[kPerThread];
-    accumulateTile<T, FMT>(a, block, t, active, v);
-    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
-    if (!inputsOk)
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    if (MODE == kAccumulate) {
-      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
-      continue;
-    }
-    // kReduceCompress: compress the fp32 sum, zero past `count` as compress() pads
-    // (the rotation leaves the padding of the last block non-zero); optionally
-    // decompress it again.
-    if (active && (block + 1) * a.k.B > a.count) {
-      constexpr int V = Vec<T>::V;
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) {
-        const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
-        if (idx >= a.count) v[r] = 0.0f;
-      }
-    }
-    float m0, d;
-    bool bad;
-    blockMaxBad(v, a.k.tpb, m0, bad);
-    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d);
-    if (a.y != nullptr) {
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
-      if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
-      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
-    }
-  }
+  generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t, inputsOk);
   }
 }
 
@@ -995,10 +1315,25 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
-    const size_t smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
-                        : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
-                                              : 0;
     void (*kernel)(const Args);
+    size_t smem;
+    if constexpr (MODE != kReduceCompress) {
+      if (rotated256(a, MODE)) {
+        smem = (MODE == kCompress ? r256::Layout<T>::kCompressUnits : r256::Layout<T>::kDecompressUnits) * 16;
+        switch (d->format) {
+          case kFmtE4M3: kernel = rotated256Kernel<T, MODE, kFmtE4M3>; break;
+          case kFmtE5M2: kernel = rotated256Kernel<T, MODE, kFmtE5M2>; break;
+          default: kernel = rotated256Kernel<T, MODE, kFmtInt8>; break;
+        }
+        cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+        if (e != cudaSuccess) return e;
+        kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
+        return cudaGetLastError();
+      }
+    }
+    smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
+           : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
+                                 : 0;
     switch (d->format) {  // the format is compiled in: no per-element switch
       case kFmtE4M3: kernel = blockCodecKernel<T, MODE, kFmtE4M3>; break;
       case kFmtE5M2: kernel = blockCodecKernel<T, MODE, kFmtE5M2>; break;
