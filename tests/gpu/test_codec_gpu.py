@@ -163,3 +163,25 @@ def test_host_pointer_to_device_call_is_rejected(cupy):
     assert rc == lib.tacoInvalidArgument
     assert "x argument" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
     assert "not device memory" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
+
+
+@pytest.mark.parametrize("codec", ["taco", "int8-hadamard", "fp8-block"])
+@pytest.mark.parametrize("dtype", [BF16, np.dtype(np.float32)], ids=str)
+def test_mismatched_header_decompresses_to_nan(cupy, codec, dtype):
+    # The device kernels cannot return an error without a host synchronisation, so a
+    # header that does not match (here: a bad magic, and a wire of another codec) makes
+    # them write NaN over the whole output (docs/format.md). taco and int8-hadamard at
+    # B = 256 with aligned buffers run the rotated kernel, fp8-block the general one.
+    n = 8 * 1024 + 5
+    x = data(n, dtype, seed=3, special=False)
+    wire = taco.compress(x, codec)
+    bad = wire.copy()
+    bad[0] ^= 0xFF                                                  # magic
+    other = taco.compress(x, {"taco": "taco-e5m2"}.get(codec, "int8-block"))  # same layout, other codec id
+    assert other.nbytes == wire.nbytes
+    for w in (bad, other):
+        y = from_dev(cupy, taco.decompress(cupy.asarray(w), codec, n, dtype), dtype)
+        assert np.isnan(y.astype(np.float32)).all()
+    # the good wire still decodes as on the host (the same kernel, right after)
+    y = from_dev(cupy, taco.decompress(cupy.asarray(wire), codec, n, dtype), dtype)
+    assert same_bits(y, taco.decompress(wire, codec, n, dtype))
