@@ -1,7 +1,10 @@
-// The fused codec kernels. One kernel per (mode, dtype); the codec (format,
-// rotation, adaptive scale, block size) is a runtime parameter, uniform across
-// the grid, so the build stays small: 3 modes x 3 dtypes for block codecs plus
-// the same for the elementwise codecs (none, bf16).
+// The fused codec kernels. One kernel per (mode, dtype, code format); the rest of
+// the codec (rotation, adaptive scale, block size) is a runtime parameter, uniform
+// across the grid, so the build stays small. One exception, for the default
+// configuration: compress and plain decompress of the rotated codecs at B = 256
+// have a kernel of their own with a different thread mapping (rotated256Kernel,
+// namespace r256 below: the FWHT's cross-lane strides through one shared-memory
+// transposition instead of shuffles).
 //
 // Thread mapping for block codecs: a block of B elements is held by B/32
 // consecutive lanes ("a group"), 32 elements per thread, in 16-byte chunks
