@@ -1318,8 +1318,8 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
-    void (*kernel)(const Args) = nullptr;
-    size_t smem = 0;
+    void (*kernel)(const Args);
+    size_t smem;
     if constexpr (MODE != kReduceCompress) {
       if (rotated256(a, MODE)) {
         smem = (MODE == kCompress ? r256::Layout<T>::kCompressUnits : r256::Layout<T>::kDecompressUnits) * 16;
@@ -1328,18 +1328,20 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
           case kFmtE5M2: kernel = rotated256Kernel<T, MODE, kFmtE5M2>; break;
           default: kernel = rotated256Kernel<T, MODE, kFmtInt8>; break;
         }
+        cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+        if (e != cudaSuccess) return e;
+        kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
+        return cudaGetLastError();
       }
     }
-    if (kernel == nullptr) {
-      smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
-             : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
-                                   : 0;
-      switch (d->format) {  // the format is compiled in: no per-element switch
-        case kFmtE4M3: kernel = blockCodecKernel<T, MODE, kFmtE4M3>; break;
-        case kFmtE5M2: kernel = blockCodecKernel<T, MODE, kFmtE5M2>; break;
-        case kFmtInt8: kernel = blockCodecKernel<T, MODE, kFmtInt8>; break;
-        default: kernel = blockCodecKernel<T, MODE, kFmtInt4>; break;
-      }
+    smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
+           : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
+                                 : 0;
+    switch (d->format) {  // the format is compiled in: no per-element switch
+      case kFmtE4M3: kernel = blockCodecKernel<T, MODE, kFmtE4M3>; break;
+      case kFmtE5M2: kernel = blockCodecKernel<T, MODE, kFmtE5M2>; break;
+      case kFmtInt8: kernel = blockCodecKernel<T, MODE, kFmtInt8>; break;
+      default: kernel = blockCodecKernel<T, MODE, kFmtInt4>; break;
     }
     cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
