@@ -160,9 +160,9 @@ struct Stage {
 // `count` with 16-byte aligned pointers (the fast path). (Loading a tile ahead into
 // registers was measured slower: the extra registers cost a third of the occupancy;
 // the tiles ahead are staged in shared memory instead, see stageRaw.)
-template <typename T>
+template <typename T, int N = kPerThread>
 struct RawChunks {
-  uint4 c[Vec<T>::NCH];
+  uint4 c[N / Vec<T>::V];
 };
 
 __device__ __forceinline__ bool wholeBlock(const Args& a, size_t block) {
@@ -192,27 +192,24 @@ __device__ __forceinline__ void readStaged(const uint4* slot, RawChunks<T>& r) {
   for (int j = 0; j < Vec<T>::NCH; ++j) r.c[j] = slot[j * kThreads];
 }
 
-template <typename T>
-__device__ __forceinline__ void rawToFloat(const RawChunks<T>& r, float (&v)[kPerThread]) {
+// Raw 16-byte chunks to floats. bf16 is the top half of an fp32: one shift or mask
+// per element (the generic path spends a byte permute and a shift on every odd element).
+template <typename T, int N>
+__device__ __forceinline__ void rawToFloat(const RawChunks<T, N>& r, float (&v)[N]) {
   constexpr int V = Vec<T>::V;
 #pragma unroll
-  for (int j = 0; j < Vec<T>::NCH; ++j) {
-    const T* e = reinterpret_cast<const T*>(&r.c[j]);
+  for (int j = 0; j < N / V; ++j) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+      const uint32_t w[4] = {r.c[j].x, r.c[j].y, r.c[j].z, r.c[j].w};
 #pragma unroll
-    for (int i = 0; i < V; ++i) v[j * V + i] = toFloat<T>(e[i]);
-  }
-}
-// bf16 is the top half of an fp32: one shift or mask per element (the generic
-// path spends a byte permute and a shift on every odd element).
-template <>
-__device__ __forceinline__ void rawToFloat<__nv_bfloat16>(const RawChunks<__nv_bfloat16>& r, float (&v)[kPerThread]) {
+      for (int i = 0; i < 4; ++i) {
+        v[j * 8 + 2 * i] = __uint_as_float(w[i] << 16);
+        v[j * 8 + 2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+      }
+    } else {
+      const T* e = reinterpret_cast<const T*>(&r.c[j]);
 #pragma unroll
-  for (int j = 0; j < Vec<__nv_bfloat16>::NCH; ++j) {
-    const uint32_t w[4] = {r.c[j].x, r.c[j].y, r.c[j].z, r.c[j].w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[j * 8 + 2 * i] = __uint_as_float(w[i] << 16);
-      v[j * 8 + 2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+      for (int i = 0; i < V; ++i) v[j * V + i] = toFloat<T>(e[i]);
     }
   }
 }
@@ -220,24 +217,32 @@ __device__ __forceinline__ void rawToFloat<__nv_bfloat16>(const RawChunks<__nv_b
 // max|x| of the raw elements as the bits of |x| (for non-negative floats the
 // integer order is the float order, and NaN / Inf bits sort above every finite
 // value, so one integer max gives both the block max and the non-finite flag).
-// Three-input SIMD integer max: 0.75 (16-bit) or 1.5 (fp32) instructions per element.
-template <typename T>
-__device__ __forceinline__ uint32_t rawAbsMaxBits(const RawChunks<T>& r) {
-  const uint32_t mask = sizeof(T) == 4 ? 0x7fffffffu : 0x7fff7fffu;
-  uint32_t m = 0;
+// Without masking the sign: the unsigned max of the raw words is the largest negative
+// magnitude (with the sign bit) if there is a negative element, and the signed max the
+// largest non-negative one if there is one (else, too, a negative magnitude with its
+// sign bit), so max|x| is the larger of the two with the sign bits cleared.
+// Three-input SIMD integer max: 0.5 (16-bit) or 1 (fp32) instruction per element.
+template <typename T, int N>
+__device__ __forceinline__ uint32_t rawAbsMaxBits(const RawChunks<T, N>& r) {
+  uint32_t u = 0, s = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;  // the smallest signed value
 #pragma unroll
-  for (int j = 0; j < Vec<T>::NCH; ++j) {
-    const uint32_t w[4] = {r.c[j].x & mask, r.c[j].y & mask, r.c[j].z & mask, r.c[j].w & mask};
-    if (sizeof(T) == 4) {
-      m = __vimax3_u32(m, w[0], w[1]);
-      m = __vimax3_u32(m, w[2], w[3]);
+  for (int j = 0; j < N / Vec<T>::V; ++j) {
+    const uint32_t w[4] = {r.c[j].x, r.c[j].y, r.c[j].z, r.c[j].w};
+    if constexpr (sizeof(T) == 4) {
+      u = __vimax3_u32(u, w[0], w[1]);
+      u = __vimax3_u32(u, w[2], w[3]);
+      s = (uint32_t)__vimax3_s32((int)s, (int)w[0], (int)w[1]);
+      s = (uint32_t)__vimax3_s32((int)s, (int)w[2], (int)w[3]);
     } else {
-      m = __vimax3_u16x2(m, w[0], w[1]);
-      m = __vimax3_u16x2(m, w[2], w[3]);
+      u = __vimax3_u16x2(u, w[0], w[1]);
+      u = __vimax3_u16x2(u, w[2], w[3]);
+      s = __vimax3_s16x2(s, w[0], w[1]);
+      s = __vimax3_s16x2(s, w[2], w[3]);
     }
   }
-  if (sizeof(T) == 2) m = max(m & 0xffffu, m >> 16);
-  return m;
+  if constexpr (sizeof(T) == 4) return max(u & 0x7fffffffu, s & 0x7fffffffu);
+  const uint32_t m = __vmaxu2(u & 0x7fff7fffu, s & 0x7fff7fffu);
+  return max(m & 0xffffu, m >> 16);
 }
 
 // The block max (as a float) and the non-finite flag from the group's abs-max bits.
@@ -478,15 +483,36 @@ __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (
   }
 }
 
-// Four codes as the word that is stored. FP8: two paired conversions and one byte
-// permute (through a byte array the compiler spends ~10 instructions on them).
+// Four codes as the word that is stored. FP8 on sm_89+: two paired conversions into
+// 16-bit registers and one byte permute (through __nv_cvt_float2_to_fp8x2, whose
+// 16-bit result is widened, the compiler adds a mask per pair; through a byte array
+// ~10 instructions). The PTX pair conversion puts its first operand in the high byte.
 template <int FMT>
 __device__ __forceinline__ uint32_t encodeWord(const float* v, float inv) {
   if constexpr (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    uint32_t w;
+    if constexpr (FMT == kFmtE4M3)
+      asm("{ .reg .b16 lo, hi;\n"
+          "  cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"
+          "  cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+          "  mov.b32 %0, {lo, hi}; }"
+          : "=r"(w)
+          : "f"(v[0] * inv), "f"(v[1] * inv), "f"(v[2] * inv), "f"(v[3] * inv));
+    else
+      asm("{ .reg .b16 lo, hi;\n"
+          "  cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n"
+          "  cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n"
+          "  mov.b32 %0, {lo, hi}; }"
+          : "=r"(w)
+          : "f"(v[0] * inv), "f"(v[1] * inv), "f"(v[2] * inv), "f"(v[3] * inv));
+    return w;
+#else
     constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
     const uint32_t p0 = __nv_cvt_float2_to_fp8x2(make_float2(v[0] * inv, v[1] * inv), __NV_SATFINITE, kind);
     const uint32_t p1 = __nv_cvt_float2_to_fp8x2(make_float2(v[2] * inv, v[3] * inv), __NV_SATFINITE, kind);
     return __byte_perm(p0, p1, 0x5410);
+#endif
   } else {
     uint8_t c[4];
     encodeChunk<4, FMT>(v, inv, c);
@@ -573,7 +599,8 @@ __device__ __forceinline__ void blockMaxBad(const float (&v)[kPerThread], int tp
 // Before the rotation: the adaptive scale alpha (from the block energy; 1 without
 // it) and the tiny-block lift, both applied to v. m0 = max|x| of the block, bad = it
 // holds NaN/Inf; tpb: lanes per block.
-__device__ __forceinline__ float prescale(const Args& a, float (&v)[kPerThread], float m0, bool bad, int tpb,
+template <int N>
+__device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0, bool bad, int tpb,
                                           float& lift) {
   float alpha = 1.0f;
   if (a.k.adaptive) {
@@ -595,18 +622,24 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[kPerThread],
       k = ks.k1 * ks.k2;
     }
     if (single) {
+      // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
+      // no overflow, and an underflowed product rounds to r = 0 either way), so the
+      // FMA rounds exactly as FMUL-then-FADD does. The sum in float arithmetic (it
+      // keeps the integer pipe free): r <= 1024, so 16 squares sum to at most 2^24,
+      // exact in an fp32 accumulator; one accumulator per 16 elements.
+      float acc[(N + 15) / 16];
 #pragma unroll
-      for (int r = 0; r < kPerThread; ++r) {
-        // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
-        // no overflow, and an underflowed product rounds to r = 0 either way), so the
-        // FMA rounds exactly as FMUL-then-FADD does.
-        const float u = __fmaf_rn(fabsf(v[r]), k, 8388608.0f);
-        const uint32_t rr = __float_as_uint(u) - 0x4b000000u;
-        S += rr * rr;
+      for (int q = 0; q < (N + 15) / 16; ++q) acc[q] = 0.0f;
+#pragma unroll
+      for (int r = 0; r < N; ++r) {
+        const float rr = __fadd_rn(__fmaf_rn(fabsf(v[r]), k, 8388608.0f), -8388608.0f);
+        acc[r / 16] = __fmaf_rn(rr, rr, acc[r / 16]);
       }
+#pragma unroll
+      for (int q = 0; q < (N + 15) / 16; ++q) S += __float2uint_rn(acc[q]);
     } else {
 #pragma unroll
-      for (int r = 0; r < kPerThread; ++r) S += energyTerm(v[r], ks);
+      for (int r = 0; r < N; ++r) S += energyTerm(v[r], ks);
     }
     S = groupSum(S, tpb);
     // adaptiveAlpha, its ldexp as a multiply by an exact power of two (2e - 20 - log2B
@@ -616,12 +649,12 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[kPerThread],
     else
       alpha = adaptiveAlpha(S, e, a.k.log2B);
 #pragma unroll
-    for (int r = 0; r < kPerThread; ++r) v[r] *= alpha;
+    for (int r = 0; r < N; ++r) v[r] *= alpha;
   }
   lift = tinyLift(bad ? 1.0f : m0, a.k.adaptive);
   if (lift != 1.0f)
 #pragma unroll
-    for (int r = 0; r < kPerThread; ++r) v[r] *= lift;
+    for (int r = 0; r < N; ++r) v[r] *= lift;
   return alpha;
 }
 
@@ -828,12 +861,12 @@ struct Layout {
 };
 
 // Butterflies in registers on strides H0, 2 H0, ..., H1 of the register index.
-template <int H0, int H1>
-__device__ __forceinline__ void butterflies(float (&v)[kPerThread]) {
+template <int H0, int H1, int N>
+__device__ __forceinline__ void butterflies(float (&v)[N]) {
 #pragma unroll
   for (int h = H0; h <= H1; h <<= 1)
 #pragma unroll
-    for (int r = 0; r < kPerThread; ++r)
+    for (int r = 0; r < N; ++r)
       if (!(r & h)) {
         const float x = v[r], y = v[r + h];
         v[r] = x + y;
@@ -951,6 +984,122 @@ __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t
   }
   cpAsyncWait<0>();
 }
+
+// ---- Compress of 16-bit inputs: four lanes per block, 64 elements per lane. Per
+// element, a 16-bit input costs half the DRAM time of fp32, so this path is bound by
+// instruction issue, and a tenth of its instructions were per-block scalar work (the
+// group reductions, alpha in fp64, the two scales) that every lane of a block
+// repeats: with four lanes instead of eight it is spread over twice the elements.
+// Lane t holds positions 64t + r (strides 1..32 in registers); two transpositions of
+// 32 floats each give it positions 64a + 32h + 8t + b in v[32h + 8a + b] (a < 4, b < 8),
+// for strides 64 and 128 as register strides 8 and 16. A warp's tile is 8 blocks.
+// Shared memory: two staging slots (the tile ahead lands while this one is computed)
+// and one transposition buffer per block, rows of 10 units at 41-unit block strides
+// (writes and reads conflict-free); 105 KB per CTA, two CTAs per SM.
+namespace quad {
+
+constexpr int kLanes = 4;
+constexpr int kPer = 64;                   // elements per lane
+constexpr int kBlocks = 8;                 // blocks per warp tile
+constexpr int kDepth = 2;                  // tiles in flight per warp
+constexpr int kRow = 10, kGroup = 41;      // transposition: units per lane row, per block
+constexpr int kSlotUnits = kWarps * kBlocks * 32;
+constexpr int kUnits = kDepth * kSlotUnits + kWarps * kBlocks * kGroup;
+
+template <typename T, int FMT>
+__device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
+                                              float4* buf) {
+  RawChunks<T, kPer> raw;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) raw.c[k] = *reinterpret_cast<const uint4*>(area + (in ^ (16u * k)));
+  float v[kPer];
+  rawToFloat<T>(raw, v);
+  float m0;
+  bool bad;
+  absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), kLanes), m0, bad);
+  float lift;
+  float alpha = prescale(a, v, m0, bad, kLanes, lift);
+  butterflies<1, 32>(v);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    __syncwarp();  // the buffer's previous readers are done
+#pragma unroll
+    for (int q = 0; q < 8; ++q)
+      buf[kRow * t + q] = make_float4(v[32 * h + 4 * q], v[32 * h + 4 * q + 1], v[32 * h + 4 * q + 2], v[32 * h + 4 * q + 3]);
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const float4 f = buf[kRow * r + 2 * t + u];
+        float* d = &v[32 * h + 8 * r + 4 * u];
+        d[0] = f.x;
+        d[1] = f.y;
+        d[2] = f.z;
+        d[3] = f.w;
+      }
+  }
+  butterflies<8, 16>(v);
+  float m = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kPer; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
+  m = groupMax(m, kLanes);
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 8 * t;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float* w = &v[32 * h + 8 * r];
+      *reinterpret_cast<uint2*>(codes + 64 * r + 32 * h) = make_uint2(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv));
+    }
+  if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
+}
+
+// This warp's tiles, the next one copied in while this one is compressed. Lane l
+// copies chunks l + 32j of the tile (whole 128-byte lines into one shared-memory row:
+// chunk c at unit (c & ~7) | ((c & 7) ^ (c >> 3 & 7))) and reads chunks 8l + k of
+// it, at unit (8l | (l & 7)) ^ k. Tiles not wholly inside `count` take the general
+// path, as two tiles of the eight-lane mapping.
+template <typename T, int FMT>
+__device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int lane) {
+  static_assert(sizeof(T) == 2, "the four-lane path is for 16-bit inputs");
+  extern __shared__ uint4 stagingArea[];
+  const int g = lane >> 2, t = lane & 3;
+  uint4* slots = stagingArea + (threadIdx.x >> 5) * kBlocks * 32;  // this warp's tile in slot 0
+  const uint32_t readOffset = (uint32_t)((slots - stagingArea) + ((8 * lane) | (lane & 7))) * 16u;
+  float4* buf = reinterpret_cast<float4*>(stagingArea + kDepth * kSlotUnits) + ((threadIdx.x >> 5) * kBlocks + g) * kGroup;
+  const size_t nFull = a.count / (kBlocks * 256);  // tiles wholly inside count
+  const size_t step = nWarps * kBlocks * 256;
+  const T* next = static_cast<const T*>(a.x) + warp * kBlocks * 256 + lane * 8;  // chunk `lane` of tile `warp`
+  auto stage = [&](int slot) {
+    uint4* dst = slots + slot * kSlotUnits;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) cpAsync(dst + 32 * j + (lane & ~7) + ((lane ^ ((lane >> 3) + 4 * j)) & 7), next + 256 * j, 16);
+  };
+  if (warp < nFull) stage(0);
+  cpAsyncCommit();
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    __syncwarp();  // every lane is done with the slot about to be refilled
+    next += step;
+    if (tile + nWarps < nFull) stage(s ^ 1);
+    cpAsyncCommit();
+    if (tile < nFull) {
+      cpAsyncWait<1>();
+      __syncwarp();  // the other lanes' copies have landed too
+      compressBlock<T, FMT>(a, tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
+                            readOffset + (uint32_t)(s * kSlotUnits * 16), buf);
+    } else {
+#pragma unroll 1
+      for (int h = 0; h < 2; ++h) compressBlockTile<T, FMT>(a, tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
+    }
+    s ^= 1;
+  }
+  cpAsyncWait<0>();
+}
+
+}  // namespace quad
 
 // Plain decompress (one input, no exact input, aligned pointers): each lane stages its
 // own 32 codes (units 2t and 2t + 1 of its block's 16, the pair swapped on lanes 4..7 so
@@ -1076,7 +1225,7 @@ __host__ __device__ __forceinline__ bool rotated256(const Args& a, int mode) {
 }
 
 template <typename T, int MODE, int FMT>
-__global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) rotated256Kernel(const Args a) {
+__global__ void __launch_bounds__(kThreads, MODE == kCompress && sizeof(T) == 4 ? 3 : 2) rotated256Kernel(const Args a) {
   static_assert(MODE != kReduceCompress && FMT != kFmtInt4, "no B = 256 fast path for this kernel");
   const int lane = threadIdx.x & 31, t = lane & 7, g = lane >> 3;
   const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -1084,7 +1233,10 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) rotated25
   const size_t nTiles = (a.nBlocks + 3) / 4;
   if constexpr (MODE == kCompress) {
     if (blockIdx.x == 0 && threadIdx.x == 0) writeHeader(a.out, a);
-    r256::compressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
+    if constexpr (sizeof(T) == 2)
+      r256::quad::compressTiles<T, FMT>(a, warp, nWarps, (a.nBlocks + r256::quad::kBlocks - 1) / r256::quad::kBlocks, lane);
+    else
+      r256::compressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
   } else if (headerOk(static_cast<const uint8_t*>(a.in.ptr[0]), a)) {
     r256::decompressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
   } else {
@@ -1308,7 +1460,9 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   const int sms = smCount();
   size_t work;
   if (d->blocked) {
-    const int groupsPerWarp = 32 / a.k.tpb;
+    // blocks per warp tile: four lanes per block in the 16-bit rotated compress
+    const bool quad = MODE == kCompress && sizeof(T) == 2 && rotated256(a, MODE);
+    const int groupsPerWarp = quad ? r256::quad::kBlocks : 32 / a.k.tpb;
     work = (a.nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;  // threads wanted
   } else {
     work = (a.count + Vec<T>::V - 1) / Vec<T>::V;
@@ -1322,7 +1476,8 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
     size_t smem;
     if constexpr (MODE != kReduceCompress) {
       if (rotated256(a, MODE)) {
-        smem = (MODE == kCompress ? r256::Layout<T>::kCompressUnits : r256::Layout<T>::kDecompressUnits) * 16;
+        smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::Layout<T>::kCompressUnits)
+                                  : r256::Layout<T>::kDecompressUnits) * 16;
         switch (d->format) {
           case kFmtE4M3: kernel = rotated256Kernel<T, MODE, kFmtE4M3>; break;
           case kFmtE5M2: kernel = rotated256Kernel<T, MODE, kFmtE5M2>; break;
