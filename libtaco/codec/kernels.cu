@@ -991,8 +991,9 @@ __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t
 // group reductions, alpha in fp64, the two scales) that every lane of a block
 // repeats: with four lanes instead of eight it is spread over twice the elements.
 // Lane t holds positions 64t + r (strides 1..32 in registers); two transpositions of
-// 32 floats each give it positions 64a + 32h + 8t + b in v[32h + 8a + b] (a < 4, b < 8),
-// for strides 64 and 128 as register strides 8 and 16. A warp's tile is 8 blocks.
+// 32 floats each give it positions 64a + 16t + e in v[16a + e] (a < 4, e < 16), for
+// strides 64 and 128 as register strides 16 and 32, and 16 consecutive codes per a to
+// store. A warp's tile is 8 blocks.
 // Shared memory: two staging slots (the tile ahead lands while this one is computed)
 // and one transposition buffer per block, rows of 10 units at 41-unit block strides
 // (writes and reads conflict-free); 105 KB per CTA, two CTAs per SM.
@@ -1020,39 +1021,41 @@ __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t
   float lift;
   float alpha = prescale(a, v, m0, bad, kLanes, lift);
   butterflies<1, 32>(v);
+  // Two transpositions, of the even and of the odd positions: pass h sends v[2j + h]
+  // (position 64t + 2j + h) and brings back positions 64r + 16t + 2i + h into
+  // v[16r + 2i + h], the registers it has just sent.
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     __syncwarp();  // the buffer's previous readers are done
 #pragma unroll
     for (int q = 0; q < 8; ++q)
-      buf[kRow * t + q] = make_float4(v[32 * h + 4 * q], v[32 * h + 4 * q + 1], v[32 * h + 4 * q + 2], v[32 * h + 4 * q + 3]);
+      buf[kRow * t + q] = make_float4(v[8 * q + h], v[8 * q + 2 + h], v[8 * q + 4 + h], v[8 * q + 6 + h]);
     __syncwarp();
 #pragma unroll
     for (int r = 0; r < 4; ++r)
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const float4 f = buf[kRow * r + 2 * t + u];
-        float* d = &v[32 * h + 8 * r + 4 * u];
+        float* d = &v[16 * r + 8 * u + h];
         d[0] = f.x;
-        d[1] = f.y;
-        d[2] = f.z;
-        d[3] = f.w;
+        d[2] = f.y;
+        d[4] = f.z;
+        d[6] = f.w;
       }
   }
-  butterflies<8, 16>(v);
+  butterflies<16, 32>(v);
   float m = 0.0f;
 #pragma unroll
   for (int r = 0; r < kPer; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
-  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 8 * t;
+  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
 #pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float* w = &v[32 * h + 8 * r];
-      *reinterpret_cast<uint2*>(codes + 64 * r + 32 * h) = make_uint2(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv));
-    }
+  for (int r = 0; r < 4; ++r) {
+    const float* w = &v[16 * r];
+    *reinterpret_cast<uint4*>(codes + 64 * r) = make_uint4(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv),
+                                                           encodeWord<FMT>(w + 8, qs.inv), encodeWord<FMT>(w + 12, qs.inv));
+  }
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 
@@ -1062,39 +1065,42 @@ __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t
 // it, at unit (8l | (l & 7)) ^ k. Tiles not wholly inside `count` take the general
 // path, as two tiles of the eight-lane mapping.
 template <typename T, int FMT>
-__device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int lane) {
+__device__ __forceinline__ void compressTiles(const Args& a, int lane) {
   static_assert(sizeof(T) == 2, "the four-lane path is for 16-bit inputs");
   extern __shared__ uint4 stagingArea[];
+  // 32-bit tile indices (the launcher sends counts >= 2^40 to the general kernel): the
+  // loop state must fit beside the 64 values per lane in 128 registers without a spill
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const uint32_t nWarps = (gridDim.x * blockDim.x) >> 5;
+  const uint32_t nTiles = (uint32_t)((a.nBlocks + kBlocks - 1) / kBlocks);
+  const uint32_t nFull = (uint32_t)(a.count / (kBlocks * 256));  // tiles wholly inside count
   const int g = lane >> 2, t = lane & 3;
   uint4* slots = stagingArea + (threadIdx.x >> 5) * kBlocks * 32;  // this warp's tile in slot 0
   const uint32_t readOffset = (uint32_t)((slots - stagingArea) + ((8 * lane) | (lane & 7))) * 16u;
   float4* buf = reinterpret_cast<float4*>(stagingArea + kDepth * kSlotUnits) + ((threadIdx.x >> 5) * kBlocks + g) * kGroup;
-  const size_t nFull = a.count / (kBlocks * 256);  // tiles wholly inside count
-  const size_t step = nWarps * kBlocks * 256;
-  const T* next = static_cast<const T*>(a.x) + warp * kBlocks * 256 + lane * 8;  // chunk `lane` of tile `warp`
-  auto stage = [&](int slot) {
+  const T* x = static_cast<const T*>(a.x) + lane * 8;  // chunk `lane` of tile 0
+  auto stage = [&](uint32_t tile, uint32_t slot) {
     uint4* dst = slots + slot * kSlotUnits;
+    const T* src = x + (size_t)tile * (kBlocks * 256);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) cpAsync(dst + 32 * j + (lane & ~7) + ((lane ^ ((lane >> 3) + 4 * j)) & 7), next + 256 * j, 16);
+    for (int j = 0; j < 8; ++j) cpAsync(dst + 32 * j + (lane & ~7) + ((lane ^ ((lane >> 3) + 4 * j)) & 7), src + 256 * j, 16);
   };
-  if (warp < nFull) stage(0);
+  if (warp < nFull) stage(warp, 0);
   cpAsyncCommit();
-  int s = 0;
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+  for (uint32_t tile = warp, s = 0; tile < nTiles; tile += nWarps, s ^= 1) {
     __syncwarp();  // every lane is done with the slot about to be refilled
-    next += step;
-    if (tile + nWarps < nFull) stage(s ^ 1);
+    if (tile + nWarps < nFull) stage(tile + nWarps, s ^ 1);
     cpAsyncCommit();
     if (tile < nFull) {
       cpAsyncWait<1>();
       __syncwarp();  // the other lanes' copies have landed too
-      compressBlock<T, FMT>(a, tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
-                            readOffset + (uint32_t)(s * kSlotUnits * 16), buf);
+      compressBlock<T, FMT>(a, (size_t)tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
+                            readOffset + s * (kSlotUnits * 16), buf);
     } else {
 #pragma unroll 1
-      for (int h = 0; h < 2; ++h) compressBlockTile<T, FMT>(a, tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
+      for (int h = 0; h < 2; ++h)
+        compressBlockTile<T, FMT>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
     }
-    s ^= 1;
   }
   cpAsyncWait<0>();
 }
@@ -1103,12 +1109,19 @@ __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t
 
 // Plain decompress (one input, no exact input, aligned pointers): each lane stages its
 // own 32 codes (units 2t and 2t + 1 of its block's 16, the pair swapped on lanes 4..7 so
-// that reads are conflict-free) and lane 0 its block's scales, D - 1 tiles ahead.
+// that reads are conflict-free) and lane 0 its block's scales, D - 1 tiles ahead. The
+// next tile's codes and scales are read into registers while this tile is rotated, so
+// that the shared-memory latency is not on the path of every tile (4 warps per
+// scheduler cannot hide it).
 template <typename T, int FMT>
-__device__ __forceinline__ void decompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
-                                                int t) {
+__device__ __forceinline__ void decompressTiles(const Args& a, int g, int t) {
   constexpr int D = kDecompressDepth;
   extern __shared__ uint4 stagingArea[];
+  // 32-bit tile indices: counts >= 2^40 take the general kernel
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const uint32_t nWarps = (gridDim.x * blockDim.x) >> 5;
+  const uint32_t nTiles = (uint32_t)((a.nBlocks + 3) / 4);
+  const uint32_t nFull = (uint32_t)(a.count / 1024);
   const int b = (threadIdx.x >> 5) * 4 + g;  // this block's index in the CTA's tile
   const int swap = (t >> 2) & 1;
   auto codesAt = [&](int slot) { return stagingArea + slot * kDecompressSlot + b * kCodesGroup + 2 * t; };
@@ -1119,44 +1132,57 @@ __device__ __forceinline__ void decompressTiles(const Args& a, size_t warp, size
   const uint8_t* in = static_cast<const uint8_t*>(a.in.ptr[0]);
   const float* sc = reinterpret_cast<const float*>(in + a.scalesOffset);
   const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
-  const size_t nFull = a.count / 1024;
-  auto stage = [&](size_t tile, int slot) {
-    const size_t block = tile * 4 + g;
+  auto stage = [&](uint32_t tile, int slot) {
+    const size_t block = (size_t)tile * 4 + g;
     const uint8_t* src = in + TACO_HEADER_BYTES + block * 256 + 32 * t;
     cpAsync(codesAt(slot) + swap, src, 16);
     cpAsync(codesAt(slot) + (swap ^ 1), src + 16, 16);
     if (t == 0) cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+  };
+  // this lane's codes and its block's scales of the tile in `slot` (landed: waited for)
+  uint4 cw[2];
+  float2 sp;
+  auto fetch = [&](int slot) {
+    __syncwarp();  // lane 0's copy of the scales has landed too
+    sp = *scalesAt(slot);
+    cw[0] = codesAt(slot)[swap];
+    cw[1] = codesAt(slot)[swap ^ 1];
   };
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) {
     if (warp + i * nWarps < nFull) stage(warp + i * nWarps, i);
     cpAsyncCommit();
   }
+  if (warp < nFull) {
+    cpAsyncWait<D - 2>();
+    fetch(0);
+  }
   int s = 0;
   T* y = static_cast<T*>(a.y);
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    // the slot read one iteration ago: its codes by this lane only, its scales by the
-    // block's lanes, all before fwht's first __syncwarp
+  for (uint32_t tile = warp; tile < nTiles; tile += nWarps) {
+    // refills the slot of the tile before this one, read (fetched) one iteration ago,
+    // before this iteration's first __syncwarp
     const int ahead = s == 0 ? D - 1 : s - 1;
-    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    const uint32_t far = tile + (D - 1) * nWarps;
     if (far < nFull) stage(far, ahead);
     cpAsyncCommit();
-    const size_t block = tile * 4 + g;
+    const size_t block = (size_t)tile * 4 + g;
     float v[kPerThread];
     if (tile < nFull) {
-      cpAsyncWait<D - 1>();
-      __syncwarp();  // lane 0's copy of the scales has landed too
-      const float2 sp = *scalesAt(s);
       const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        const uint4 cw = codesAt(s)[k ^ swap];
         uint8_t c[16];
-        memcpy(c, &cw, 16);
+        memcpy(c, &cw[k], 16);
         float f[16];
         decodeChunk<16, FMT>(c, f);
 #pragma unroll
         for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
+      }
+      const int nextSlot = s + 1 == D ? 0 : s + 1;
+      if (tile + nWarps < nFull) {
+        cpAsyncWait<D - 2>();  // the next tile's copies (this thread's)
+        fetch(nextSlot);
       }
       fwht(v, buf + 9 * t, buf + t);
       T* out = y + block * 256 + 4 * t;
@@ -1218,9 +1244,10 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
 
 // Compress and plain decompress of the rotated codecs at B = 256 with aligned
 // pointers: a kernel of their own (its own registers and launch bounds, and the
-// general kernel keeps its allocation).
+// general kernel keeps its allocation). Its loops count tiles in 32 bits: counts of
+// 2^40 and more (beyond any GPU's memory today) take the general kernel.
 __host__ __device__ __forceinline__ bool rotated256(const Args& a, int mode) {
-  return a.k.rotate && a.k.B == 256 && a.k.fmt != kFmtInt4 && a.vec &&
+  return a.k.rotate && a.k.B == 256 && a.k.fmt != kFmtInt4 && a.vec && a.count < ((size_t)1 << 40) &&
          (mode == kCompress || (mode == kAccumulate && a.in.n == 1 && a.x == nullptr));
 }
 
@@ -1234,11 +1261,11 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress && sizeof(T) == 4 
   if constexpr (MODE == kCompress) {
     if (blockIdx.x == 0 && threadIdx.x == 0) writeHeader(a.out, a);
     if constexpr (sizeof(T) == 2)
-      r256::quad::compressTiles<T, FMT>(a, warp, nWarps, (a.nBlocks + r256::quad::kBlocks - 1) / r256::quad::kBlocks, lane);
+      r256::quad::compressTiles<T, FMT>(a, lane);
     else
       r256::compressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
   } else if (headerOk(static_cast<const uint8_t*>(a.in.ptr[0]), a)) {
-    r256::decompressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
+    r256::decompressTiles<T, FMT>(a, g, t);
   } else {
     generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, 4, g, t, false);
   }
