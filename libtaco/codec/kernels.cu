@@ -621,22 +621,35 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0
       single = energySingleScale(ks);
       k = ks.k1 * ks.k2;
     }
-    if (single) {
-      // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
-      // no overflow, and an underflowed product rounds to r = 0 either way), so the
-      // FMA rounds exactly as FMUL-then-FADD does. The sum in float arithmetic (it
-      // keeps the integer pipe free): r <= 1024, so 16 squares sum to at most 2^24,
-      // exact in an fp32 accumulator; one accumulator per 16 elements.
-      float acc[(N + 15) / 16];
-#pragma unroll
-      for (int q = 0; q < (N + 15) / 16; ++q) acc[q] = 0.0f;
+    if (common && eb <= 136) {
+      // max|x| < 2^10 (eb: its biased exponent): energyTermSingle without the 2^23
+      // trick. Scaled by 2^-149 more, |x| k lands in the subnormal range, where fp32
+      // rounds to whole multiples of 2^-149 (half to even, as the trick does), so the
+      // product's bits are the integer r itself and r^2 is one integer multiply-add
+      // (no integer subtract: the ALU pipe is the busier one with 16-bit inputs).
+      // k 2^-149 = 2^(-139-E) is one float, normal or subnormal. Needs denormals kept.
+      const float kd = eb <= 113 ? __uint_as_float((114u - eb) << 23) : __uint_as_float(1u << (136u - eb));
 #pragma unroll
       for (int r = 0; r < N; ++r) {
-        const float rr = __fadd_rn(__fmaf_rn(fabsf(v[r]), k, 8388608.0f), -8388608.0f);
-        acc[r / 16] = __fmaf_rn(rr, rr, acc[r / 16]);
+        const uint32_t rr = __float_as_uint(__fmul_rn(fabsf(v[r]), kd));
+        S += rr * rr;
       }
+    } else if (single) {
+      // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
+      // no overflow, and an underflowed product rounds to r = 0 either way), so the
+      // FMA rounds exactly as FMUL-then-FADD does. u = C + r (C = 0x4b000000, the bits
+      // of 2^23) and, mod 2^32, r^2 = u^2 - 2Cu + C^2 = u^2 + (2^32 - 2C) u since C^2 =
+      // 0: so S = sum u^2 + 0x6a000000 * sum u, exact as S < 2^32.
+      uint32_t sq = 0, su = 0;
 #pragma unroll
-      for (int q = 0; q < (N + 15) / 16; ++q) S += __float2uint_rn(acc[q]);
+      for (int r = 0; r < N; r += 2) {
+        const uint32_t u0 = __float_as_uint(__fmaf_rn(fabsf(v[r]), k, 8388608.0f));
+        const uint32_t u1 = __float_as_uint(__fmaf_rn(fabsf(v[r + 1]), k, 8388608.0f));
+        sq += u0 * u0;
+        sq += u1 * u1;
+        su += u0 + u1;
+      }
+      S = sq + 0x6a000000u * su;
     } else {
 #pragma unroll
       for (int r = 0; r < N; ++r) S += energyTerm(v[r], ks);
@@ -1043,10 +1056,18 @@ __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t
         d[6] = f.w;
       }
   }
-  butterflies<16, 32>(v);
+  butterflies<16, 16>(v);
+  // The last stage with the block max: max(|a + b|, |a - b|) = fl(|a| + |b|) (one of
+  // the two is |a| + |b| exactly, and rounding is monotonic), one add instead of a
+  // second max per pair on the busier ALU pipe.
   float m = 0.0f;
 #pragma unroll
-  for (int r = 0; r < kPer; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
+  for (int r = 0; r < 32; ++r) {
+    const float x = v[r], y = v[r + 32];
+    m = fmaxf(m, fabsf(x) + fabsf(y));  // no NaN in a good block
+    v[r] = x + y;
+    v[r + 32] = x - y;
+  }
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
   uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
