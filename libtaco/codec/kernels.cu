@@ -862,17 +862,12 @@ constexpr int kCodesGroup = 16;           // a block's codes, in 16-byte units
 // a decompress slot: every warp's codes (row-aligned), then (alpha, s) per block
 constexpr int kDecompressSlot = kWarps * 4 * kCodesGroup + kWarps * 4 * 8 / 16;
 
-template <typename T>
-struct Layout {
-  // a block's staged input: 32 units for 16-bit types; fp32's 64 padded to 72, the
-  // transposition buffer it shares (fp32 transposes in the slot it has just read;
-  // 16-bit types have a separate buffer after the slots)
-  static constexpr int kGroupUnits = sizeof(T) == 4 ? kXposeGroup : 256 / Vec<T>::V;
-  static constexpr int kSlotUnits = kWarps * 4 * kGroupUnits;
-  static constexpr int kCompressUnits =
-      kCompressDepth * kSlotUnits + (sizeof(T) == 4 ? 0 : kWarps * 4 * kXposeGroup);
-  static constexpr int kDecompressUnits = kDecompressDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
-};
+// fp32 compress: a slot holds each block's 64 staged units padded to 72, the
+// transposition buffer it shares (a block transposes in the slot it has just read).
+// (16-bit inputs have a compress of their own, namespace quad.)
+constexpr int kCompressSlotUnits = kWarps * 4 * kXposeGroup;
+constexpr int kCompressUnits = kCompressDepth * kCompressSlotUnits;
+constexpr int kDecompressUnits = kDecompressDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
 
 // Butterflies in registers on strides H0, 2 H0, ..., H1 of the register index.
 template <int H0, int H1, int N>
@@ -957,25 +952,23 @@ __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 
-// The compress loop: this warp's tiles, the next one copied in (cp.async) while this
-// one is compressed; tiles not wholly inside `count` take the general path.
+// The fp32 compress loop: this warp's tiles, the next one copied in (cp.async) while
+// this one is compressed; tiles not wholly inside `count` take the general path.
 template <typename T, int FMT>
 __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
                                               int t) {
+  static_assert(sizeof(T) == 4, "16-bit inputs take quad::compressTiles");
   constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
-  using L = Layout<T>;
   extern __shared__ uint4 stagingArea[];
-  uint4* group = stagingArea + ((threadIdx.x >> 5) * 4 + g) * L::kGroupUnits;  // this block's region in slot 0
+  uint4* group = stagingArea + ((threadIdx.x >> 5) * 4 + g) * kXposeGroup;  // this block's region in slot 0
   // chunk c at unit (c & ~7) | ((c & 7) ^ (c / NCH & 7)): lane t reads chunks NCH t + k
   // at (NCH t ^ t) ^ k (k does not reach the bits of NCH t), writes chunks t + 8j.
   const uint32_t readOffset = (uint32_t)((group - stagingArea) + ((NCH * t) ^ t)) * 16u;
-  float4* xposeArea = reinterpret_cast<float4*>(stagingArea + kCompressDepth * L::kSlotUnits) +
-                      ((threadIdx.x >> 5) * 4 + g) * kXposeGroup;
   const size_t nFull = a.count / 1024;  // tiles wholly inside count
   const size_t step = nWarps * 1024;    // elements from one of this warp's tiles to its next
   const T* next = static_cast<const T*>(a.x) + (warp * 4 + g) * 256 + t * V;  // this lane's first chunk of tile `warp`
   auto stage = [&](int slot) {  // the tile at `next`: lane t copies chunks t + 8j
-    uint4* dst = group + slot * L::kSlotUnits;
+    uint4* dst = group + slot * kCompressSlotUnits;
 #pragma unroll
     for (int j = 0; j < NCH; ++j) cpAsync(dst + 8 * j + (t ^ ((t + 8 * j) / NCH & 7)), next + 8 * j * V, 16);
   };
@@ -991,9 +984,9 @@ __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t
     if (tile < nFull) {
       cpAsyncWait<1>();
       __syncwarp();  // the other lanes' copies have landed too
-      float4* buf = sizeof(T) == 4 ? reinterpret_cast<float4*>(group + s * L::kSlotUnits) : xposeArea;
+      float4* buf = reinterpret_cast<float4*>(group + s * kCompressSlotUnits);
       compressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
-                            readOffset + (uint32_t)(s * L::kSlotUnits * 16), buf + 9 * t, buf + t);
+                            readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf + 9 * t, buf + t);
     } else {
       compressBlockTile<T, FMT>(a, block, t, nullptr);
     }
@@ -1533,8 +1526,8 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
     size_t smem;
     if constexpr (MODE != kReduceCompress) {
       if (rotated256(a, MODE)) {
-        smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::Layout<T>::kCompressUnits)
-                                  : r256::Layout<T>::kDecompressUnits) * 16;
+        smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::kCompressUnits)
+                                  : r256::kDecompressUnits) * 16;
         switch (d->format) {
           case kFmtE4M3: kernel = rotated256Kernel<T, MODE, kFmtE4M3>; break;
           case kFmtE5M2: kernel = rotated256Kernel<T, MODE, kFmtE5M2>; break;
