@@ -3,8 +3,9 @@
 // across the grid, so the build stays small. One exception, for the default
 // configuration: compress and plain decompress of the rotated codecs at B = 256
 // have a kernel of their own with a different thread mapping (rotated256Kernel,
-// namespace r256 below: the FWHT's cross-lane strides through one shared-memory
-// transposition instead of shuffles).
+// namespace r256 below: the FWHT's cross-lane strides through shared-memory
+// transpositions instead of shuffles; 16-bit compress with four lanes per block,
+// namespace r256::quad, the rest with eight).
 //
 // Thread mapping for block codecs: a block of B elements is held by B/32
 // consecutive lanes ("a group"), 32 elements per thread, in 16-byte chunks
