@@ -926,21 +926,30 @@ __device__ __forceinline__ void store4(T* p, const float* v, int streamOut) {
   }
 }
 
-// Compress of one staged block: this lane's chunk k is at byte offset in ^ 16k of the
-// staging area; row / col are its transposition bases.
+// A staged block read back and prescaled, for compress: this lane's chunk k is at byte
+// offset in ^ 16k of the staging area; LANES lanes hold the block. Returns alpha; bad
+// and lift as prescale's.
+template <typename T, int LANES, int N>
+__device__ __forceinline__ float readStagedPrescaled(const Args& a, const char* area, uint32_t in, float (&v)[N],
+                                                     bool& bad, float& lift) {
+  RawChunks<T, N> raw;
+#pragma unroll
+  for (int k = 0; k < N / Vec<T>::V; ++k) raw.c[k] = *reinterpret_cast<const uint4*>(area + (in ^ (16u * k)));
+  rawToFloat<T>(raw, v);
+  float m0;
+  absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), LANES), m0, bad);
+  return prescale(a, v, m0, bad, LANES, lift);
+}
+
+// Compress of one staged fp32 block (eight lanes); row / col are this lane's
+// transposition bases.
 template <typename T, int FMT>
 __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
                                               float4* row, const float4* col) {
-  RawChunks<T> raw;
-#pragma unroll
-  for (int k = 0; k < Vec<T>::NCH; ++k) raw.c[k] = *reinterpret_cast<const uint4*>(area + (in ^ (16u * k)));
   float v[kPerThread];
-  rawToFloat<T>(raw, v);
-  float m0;
   bool bad;
-  absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), kLanes), m0, bad);
   float lift;
-  float alpha = prescale(a, v, m0, bad, kLanes, lift);
+  float alpha = readStagedPrescaled<T, kLanes>(a, area, in, v, bad, lift);
   fwht(v, row, col);
   float m = 0.0f;
 #pragma unroll
@@ -1018,19 +1027,15 @@ constexpr int kRow = 10, kGroup = 41;      // transposition: units per lane row,
 constexpr int kSlotUnits = kWarps * kBlocks * 32;
 constexpr int kUnits = kDepth * kSlotUnits + kWarps * kBlocks * kGroup;
 
+// Compress of one staged 16-bit block (four lanes); buf is the block's transposition
+// buffer.
 template <typename T, int FMT>
 __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
                                               float4* buf) {
-  RawChunks<T, kPer> raw;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) raw.c[k] = *reinterpret_cast<const uint4*>(area + (in ^ (16u * k)));
   float v[kPer];
-  rawToFloat<T>(raw, v);
-  float m0;
   bool bad;
-  absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), kLanes), m0, bad);
   float lift;
-  float alpha = prescale(a, v, m0, bad, kLanes, lift);
+  float alpha = readStagedPrescaled<T, kLanes>(a, area, in, v, bad, lift);
   butterflies<1, 32>(v);
   // Two transpositions, of the even and of the odd positions: pass h sends v[2j + h]
   // (position 64t + 2j + h) and brings back positions 64r + 16t + 2i + h into
