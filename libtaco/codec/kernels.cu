@@ -1509,29 +1509,46 @@ Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   return a;
 }
 
+// The grid's cap in CTAs per SM (beyond it each warp loops over tiles). Measured on the H200 at
+// 2^28 elements, caps 8 … 128 side by side in one run (docs/codecs.md, "Grid size"): the kernels
+// with little work per byte — every fp32 kernel, the element codecs, the general block kernel's
+// 16-bit compress — are fastest with many short-lived CTAs (128 per SM, 2 to 4 tiles per warp:
+// the block scheduler keeps every SM busy to the end, where a long-lived grid leaves SMs idle
+// behind the slowest ones; fp32 decompress +9 %, fp8-block bf16 compress +20 %); the
+// issue-bound 16-bit rotated kernels want few, each warp's software pipeline filling once per
+// CTA (compress 8, decompress 32). Decompress-reduce-compress keeps the earlier 8 (not re-measured).
+template <typename T, int MODE>
+int ctasPerSm(bool blocked, bool rotated256Path) {
+  if (!blocked) return 128;
+  if (MODE == kReduceCompress) return 8;
+  if (sizeof(T) == 2 && rotated256Path) return MODE == kCompress ? 8 : 32;
+  if (sizeof(T) == 2 && MODE == kAccumulate) return 64;
+  return 128;
+}
+
 template <typename T, int MODE>
 cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   const CodecDesc* d = codecById(a.k.id);
   const int sms = smCount();
+  const bool fastPath = d->blocked && rotated256(a, MODE);  // rotated256Kernel
   size_t work;
   if (d->blocked) {
     // blocks per warp tile: four lanes per block in the 16-bit rotated compress
-    const bool quad = MODE == kCompress && sizeof(T) == 2 && rotated256(a, MODE);
+    const bool quad = MODE == kCompress && sizeof(T) == 2 && fastPath;
     const int groupsPerWarp = quad ? r256::quad::kBlocks : 32 / a.k.tpb;
     work = (a.nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;  // threads wanted
   } else {
     work = (a.count + Vec<T>::V - 1) / Vec<T>::V;
   }
   size_t grid = (work + kThreads - 1) / kThreads;
-  // (a grid of exactly the resident CTAs was measured slower: eight per SM it is)
-  const size_t maxGrid = (size_t)sms * 8;
+  const size_t maxGrid = (size_t)sms * ctasPerSm<T, MODE>(d->blocked, fastPath);
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
     void (*kernel)(const Args);
     size_t smem;
     if constexpr (MODE != kReduceCompress) {
-      if (rotated256(a, MODE)) {
+      if (fastPath) {
         smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::kCompressUnits)
                                   : r256::kDecompressUnits) * 16;
         switch (d->format) {
