@@ -1526,6 +1526,34 @@ int ctasPerSm(bool blocked, bool rotated256Path) {
   return 128;
 }
 
+using KernelFn = void (*)(const Args);
+
+// The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
+// dynamic shared memory; fastPath = rotated256(), which excludes INT4.
+template <typename T, int MODE>
+KernelFn blockKernel(int fmt, bool fastPath, size_t& smem) {
+  if constexpr (MODE != kReduceCompress) {
+    if (fastPath) {
+      smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::kCompressUnits)
+                                : r256::kDecompressUnits) * 16;
+      switch (fmt) {
+        case kFmtE4M3: return rotated256Kernel<T, MODE, kFmtE4M3>;
+        case kFmtE5M2: return rotated256Kernel<T, MODE, kFmtE5M2>;
+        default: return rotated256Kernel<T, MODE, kFmtInt8>;
+      }
+    }
+  }
+  smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
+         : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
+                               : 0;
+  switch (fmt) {
+    case kFmtE4M3: return blockCodecKernel<T, MODE, kFmtE4M3>;
+    case kFmtE5M2: return blockCodecKernel<T, MODE, kFmtE5M2>;
+    case kFmtInt8: return blockCodecKernel<T, MODE, kFmtInt8>;
+    default: return blockCodecKernel<T, MODE, kFmtInt4>;
+  }
+}
+
 template <typename T, int MODE>
 cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   const CodecDesc* d = codecById(a.k.id);
@@ -1545,32 +1573,8 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
-    void (*kernel)(const Args);
     size_t smem;
-    if constexpr (MODE != kReduceCompress) {
-      if (fastPath) {
-        smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::kCompressUnits)
-                                  : r256::kDecompressUnits) * 16;
-        switch (d->format) {
-          case kFmtE4M3: kernel = rotated256Kernel<T, MODE, kFmtE4M3>; break;
-          case kFmtE5M2: kernel = rotated256Kernel<T, MODE, kFmtE5M2>; break;
-          default: kernel = rotated256Kernel<T, MODE, kFmtInt8>; break;
-        }
-        cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
-        if (e != cudaSuccess) return e;
-        kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
-        return cudaGetLastError();
-      }
-    }
-    smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
-           : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
-                                 : 0;
-    switch (d->format) {  // the format is compiled in: no per-element switch
-      case kFmtE4M3: kernel = blockCodecKernel<T, MODE, kFmtE4M3>; break;
-      case kFmtE5M2: kernel = blockCodecKernel<T, MODE, kFmtE5M2>; break;
-      case kFmtInt8: kernel = blockCodecKernel<T, MODE, kFmtInt8>; break;
-      default: kernel = blockCodecKernel<T, MODE, kFmtInt4>; break;
-    }
+    const KernelFn kernel = blockKernel<T, MODE>(d->format, fastPath, smem);
     cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
     kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
