@@ -2,7 +2,8 @@
 
 Captures the tensors a Megatron-style tensor-parallel run AllReduces, from a real
 pretrained model on real text, and measures every codec on them through the host
-codec (the CPU twin, bit-identical to the GPU kernels):
+codec (the CPU twin, bit-identical to the GPU kernels), or with --device gpu through
+the CUDA kernels themselves (CuPy arrays; the same tables):
 
   forward   row-parallel layers (attention output projection, MLP down-projection):
             rank r's partial is X[:, S_r] @ W[:, S_r].T, S_r the r-th of P contiguous
@@ -69,10 +70,32 @@ ROT_BLOCK = 256
 # ------------------------------------------------------------------ the two-shot AllReduce
 
 
-def allreduce_host(parts: list, codec: str) -> np.ndarray:
-    """reference.allreduce(parts, codec) in one chunk, computed by the C host codec:
-    owner o sums the others' compressed shard o and its own exact shard, recompresses,
-    and every rank decompresses those bytes (the owner's y is that decompression)."""
+DEVICES = ("cpu", "gpu")
+
+
+def _place(a: np.ndarray, device: str):
+    """`a` where the codec runs: itself on "cpu"; a CuPy copy on "gpu" (bf16 as its uint16 bits,
+    CuPy has no bfloat16)."""
+    if device == "cpu":
+        return a
+    import cupy
+
+    return cupy.asarray(a.view(np.uint16) if a.dtype == DTYPES["bf16"] else a)
+
+
+def _fetch(a, dt: np.dtype) -> np.ndarray:
+    """A codec output back on the host as `dt`."""
+    if isinstance(a, np.ndarray):
+        return a
+    h = a.get()
+    return h.view(dt) if dt == DTYPES["bf16"] else h
+
+
+def allreduce_host(parts: list, codec: str, device: str = "cpu") -> np.ndarray:
+    """reference.allreduce(parts, codec) in one chunk, computed by libtaco's codec — the C host
+    codec on "cpu", the CUDA kernels on "gpu" (bit-identical): owner o sums the others'
+    compressed shard o and its own exact shard, recompresses, and every rank decompresses
+    those bytes (the owner's y is that decompression)."""
     import taco
 
     dt = parts[0].dtype
@@ -84,19 +107,21 @@ def allreduce_host(parts: list, codec: str) -> np.ndarray:
     for o, (off, ln) in enumerate(ref.shard_plan(n, P, ref._plan_block(codec, None))):
         if ln == 0:
             continue
-        wires = [taco.compress(parts[j][off:off + ln], codec) for j in range(P) if j != o]
-        _, y = taco.decompress_reduce_compress(wires, codec, ln, dt, exact=parts[o][off:off + ln],
+        wires = [taco.compress(_place(parts[j][off:off + ln], device), codec, dtype=dt)
+                 for j in range(P) if j != o]
+        _, y = taco.decompress_reduce_compress(wires, codec, ln, dt, exact=_place(parts[o][off:off + ln], device),
                                                return_decompressed=True)
-        out[off:off + ln] = y
+        out[off:off + ln] = _fetch(y, dt)
     return out
 
 
-def roundtrip_host(x: np.ndarray, codec: str) -> np.ndarray:
+def roundtrip_host(x: np.ndarray, codec: str, device: str = "cpu") -> np.ndarray:
     import taco
 
     if codec == FLOOR:
         return x.copy()
-    return taco.decompress(taco.compress(x, codec), codec, x.size, x.dtype)
+    wire = taco.compress(_place(x, device), codec, dtype=x.dtype)
+    return _fetch(taco.decompress(wire, codec, x.size, x.dtype), x.dtype)
 
 
 # ------------------------------------------------------------------ the ablations (numpy)
@@ -156,16 +181,16 @@ def allreduce_pertensor(parts: list, rotate: bool) -> np.ndarray:
     return out
 
 
-def run_allreduce(parts: list, codec: str) -> np.ndarray:
-    if codec in ABLATIONS:
+def run_allreduce(parts: list, codec: str, device: str = "cpu") -> np.ndarray:
+    if codec in ABLATIONS:  # numpy models, not library codecs: on the CPU whatever the device
         return allreduce_pertensor(parts, rotate=codec == "rot-pt-fp8")
-    return allreduce_host(parts, codec)
+    return allreduce_host(parts, codec, device)
 
 
-def run_roundtrip(x: np.ndarray, codec: str) -> np.ndarray:
+def run_roundtrip(x: np.ndarray, codec: str, device: str = "cpu") -> np.ndarray:
     if codec in ABLATIONS:
         return pertensor_roundtrip(x, rotate=codec == "rot-pt-fp8").astype(x.dtype)
-    return roundtrip_host(x, codec)
+    return roundtrip_host(x, codec, device)
 
 
 # ------------------------------------------------------------------ metrics
@@ -206,11 +231,11 @@ class Exact:
         }
 
 
-def roundtrip_nmse(parts: list, codec: str) -> float:
+def roundtrip_nmse(parts: list, codec: str, device: str = "cpu") -> float:
     num = den = 0.0
     for p in parts:
         x = p.astype(np.float64)
-        d = run_roundtrip(p, codec).astype(np.float64)
+        d = run_roundtrip(p, codec, device).astype(np.float64)
         num += float(((d - x) ** 2).sum())
         den += float((x * x).sum())
     return num / den if den > 0 else float("nan")
@@ -535,8 +560,8 @@ def model_sites(tokens: int, layers: list | None, seed: int = 0, pairs: int = 16
 # ------------------------------------------------------------------ driver
 
 
-def measure(sites: list, Ps: list, dtypes: list, codecs: list) -> list:
-    """One record per (site, P, dtype, codec)."""
+def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cpu") -> list:
+    """One record per (site, P, dtype, codec); the library codecs run on `device`."""
     recs = []
     for s in sites:
         for P in Ps:
@@ -545,10 +570,10 @@ def measure(sites: list, Ps: list, dtypes: list, codecs: list) -> list:
                 parts = [p.astype(DTYPES[dn]) for p in base]
                 ex = Exact(parts)
                 for c in codecs:
-                    y = run_allreduce(parts, c)
+                    y = run_allreduce(parts, c, device)
                     m = ex.metrics(y)
                     m.update(site=s.name, direction=s.direction, P=P, dtype=dn, codec=c,
-                             rt_nmse=roundtrip_nmse(parts, c), count=int(parts[0].size))
+                             rt_nmse=roundtrip_nmse(parts, c, device), count=int(parts[0].size))
                     recs.append(m)
     return recs
 
@@ -616,8 +641,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--codecs", default=",".join(REGISTRY + ABLATIONS + [FLOOR]),
                    help="registry codecs, pt-fp8, rot-pt-fp8, none (default: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="where the library codecs run: cpu = the host codec, gpu = the CUDA kernels through "
+                        "CuPy (bit-identical; the tables are the same); the numpy ablations run on the CPU")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                    help="write the records and summary as JSON to PATH ('-' or no PATH: stdout, no table)")
+
+
+def _require_gpu() -> None:
+    try:
+        import cupy
+
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # ImportError, or CUDA's own error without a driver
+        raise SystemExit(f"--device gpu: needs CuPy and a CUDA GPU ({type(e).__name__}: {e})")
+    if n == 0:
+        raise SystemExit("--device gpu: no CUDA GPU is visible")
 
 
 def _model_available() -> bool:
@@ -653,6 +692,8 @@ def run(args) -> int:
     for dn in dtypes:
         if dn not in DTYPES:
             raise SystemExit(f"--dtypes: unknown dtype {dn!r} (fp32, bf16)")
+    if args.device == "gpu":
+        _require_gpu()  # before the model loads
     tokens = args.tokens or (128 if args.quick else 512)
     layers = [int(v) for v in args.layers.split(",")] if args.layers else ([0, 5] if args.quick else None)
     if cap and any(cap[1]["P_captured"] % P for P in Ps):
@@ -676,8 +717,9 @@ def run(args) -> int:
         info = {"model": "synthetic (heavy-tailed channels, random weights)", "tokens_sampled": tokens}
     info["source"] = source
     log(f"source: {info['model']}; {len(sites)} AllReduce sites x P {Ps} x {dtypes} x {len(codecs)} codecs, "
-        f"{tokens} tokens x {sites[0].features} features per tensor")
-    recs = measure(sites, Ps, dtypes, codecs)
+        f"{tokens} tokens x {sites[0].features} features per tensor; codecs on the {args.device.upper()}")
+    info["device"] = args.device
+    recs = measure(sites, Ps, dtypes, codecs, args.device)
     summary = summarize(recs)
     info["seconds"] = round(time.time() - t0, 1)
     if args.json is not None:

@@ -162,3 +162,20 @@ def test_capture_file_errors(tmp_path):
         acc.main(["--capture", str(bad)])
     with pytest.raises(SystemExit, match="--capture"):
         acc.main(["--source", "capture"])
+
+
+def test_device_gpu_without_a_gpu_says_so(tmp_path):
+    """--device gpu on a machine without CuPy or a GPU stops with a message naming the option
+    (the GPU run itself: tests/gpu/test_accuracy_gpu.py)."""
+    from conftest import cuda_device_count
+    from taco.__main__ import main
+
+    try:
+        import cupy  # noqa: F401
+        has_cupy = True
+    except ImportError:
+        has_cupy = False
+    if has_cupy and cuda_device_count() > 0:
+        pytest.skip("a GPU is visible: the GPU test covers --device gpu here")
+    with pytest.raises(SystemExit, match="--device gpu"):
+        main(["accuracy", "--quick", "--source", "synthetic", "--device", "gpu"])
