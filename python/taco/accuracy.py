@@ -91,7 +91,7 @@ def _fetch(a, dt: np.dtype) -> np.ndarray:
     return h.view(dt) if dt == DTYPES["bf16"] else h
 
 
-def allreduce_host(parts: list, codec: str, device: str = "cpu") -> np.ndarray:
+def allreduce_library(parts: list, codec: str, device: str = "cpu") -> np.ndarray:
     """reference.allreduce(parts, codec) in one chunk, computed by libtaco's codec — the C host
     codec on "cpu", the CUDA kernels on "gpu" (bit-identical): owner o sums the others'
     compressed shard o and its own exact shard, recompresses, and every rank decompresses
@@ -115,7 +115,7 @@ def allreduce_host(parts: list, codec: str, device: str = "cpu") -> np.ndarray:
     return out
 
 
-def roundtrip_host(x: np.ndarray, codec: str, device: str = "cpu") -> np.ndarray:
+def roundtrip_library(x: np.ndarray, codec: str, device: str = "cpu") -> np.ndarray:
     import taco
 
     if codec == FLOOR:
@@ -184,13 +184,13 @@ def allreduce_pertensor(parts: list, rotate: bool) -> np.ndarray:
 def run_allreduce(parts: list, codec: str, device: str = "cpu") -> np.ndarray:
     if codec in ABLATIONS:  # numpy models, not library codecs: on the CPU whatever the device
         return allreduce_pertensor(parts, rotate=codec == "rot-pt-fp8")
-    return allreduce_host(parts, codec, device)
+    return allreduce_library(parts, codec, device)
 
 
 def run_roundtrip(x: np.ndarray, codec: str, device: str = "cpu") -> np.ndarray:
     if codec in ABLATIONS:
         return pertensor_roundtrip(x, rotate=codec == "rot-pt-fp8").astype(x.dtype)
-    return roundtrip_host(x, codec, device)
+    return roundtrip_library(x, codec, device)
 
 
 # ------------------------------------------------------------------ metrics

@@ -21,11 +21,11 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 def test_gpu_allreduce_and_roundtrip_equal_the_host_codec(codec, dtype):
     rng = np.random.default_rng(3)
     parts = [rng.laplace(size=7 * 256 + 41).astype(np.float32).astype(dtype) for _ in range(4)]
-    got = acc.allreduce_host(parts, codec, "gpu")
-    want = acc.allreduce_host(parts, codec, "cpu")
+    got = acc.allreduce_library(parts, codec, "gpu")
+    want = acc.allreduce_library(parts, codec, "cpu")
     assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8))
-    rt_gpu = acc.roundtrip_host(parts[0], codec, "gpu")
-    rt_cpu = acc.roundtrip_host(parts[0], codec, "cpu")
+    rt_gpu = acc.roundtrip_library(parts[0], codec, "gpu")
+    rt_cpu = acc.roundtrip_library(parts[0], codec, "cpu")
     assert rt_gpu.dtype == rt_cpu.dtype and np.array_equal(rt_gpu.view(np.uint8), rt_cpu.view(np.uint8))
 
 

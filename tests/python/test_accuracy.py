@@ -23,7 +23,7 @@ def _parts(P, n, dtype, seed=0):
 def test_host_allreduce_is_the_collective_model(codec, dtype):
     """The C-host two-shot used for speed is bit for bit reference.allreduce."""
     parts = _parts(3, 5 * 256 + 77, dtype, seed=1)
-    got = acc.allreduce_host(parts, codec)
+    got = acc.allreduce_library(parts, codec)
     want = ref.allreduce(parts, codec)
     assert got.dtype == want.dtype
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
