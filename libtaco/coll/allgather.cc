@@ -18,39 +18,18 @@ namespace taco {
 
 tacoResult_t allGather(tacoComm* c, const CollArgs& a) {
   if (a.count == 0) return tacoSuccess;
-  const tacoDataType_t dt = a.dtype;
   const int P = c->nranks, r = c->rank;
   const size_t n = a.count;
-  Schedule sched;
-  sched.comm = c;
-  if (usePlain(c, n * P * dtypeBytes(dt))) {
-    sched.steps.push_back(stepPlain(kPlainAllGather, a.stream, a.sendbuff, a.recvbuff, n, dt));
-    return submit(std::move(sched), "AllGather");
-  }
-  const size_t pe = commPieceElems(c, dt);
-  const size_t nChunks = chunkCount(n, pe);
-  std::vector<Step>& st = sched.steps;
-  st.reserve(2 + nChunks * (P + 2));
-  st.push_back(stepFork(a.stream));
-  for (size_t ch = 0; ch < nChunks; ++ch) {
-    const int slot = (int)(ch % (size_t)c->depth);
-    const Range pc = pieceOf(Range{0, n}, pe, ch);
-    const size_t wb = wireBytes(c, pc.len, dt);
+  const tacoDataType_t dt = a.dtype;
+  const bool plain = usePlain(c, n * P * dtypeBytes(dt));
+  return submitBlockwise(c, a, plain, kPlainAllGather, "AllGather",
+                         [&](std::vector<Step>& st, int slot, Range pc, size_t wb) {
     st.push_back(stepCompress(slot, at(a.sendbuff, pc.off, dt), pc.len, dt, slotA(c, slot, r)));
-    if (P > 1) {
-      Step ex = stepExchange(slot);
-      for (int j = 0; j < P; ++j) {
-        if (j == r) continue;
-        ex.xfers.push_back(Xfer{true, j, slotA(c, slot, r), wb});
-        ex.xfers.push_back(Xfer{false, j, slotA(c, slot, j), wb});
-      }
-      st.push_back(std::move(ex));
-    }
+    addPeerExchange(st, c, slot, [&](int) { return WireRef{slotA(c, slot, r), wb}; },
+                    [&](int j) { return WireRef{slotA(c, slot, j), wb}; });
     for (int j = 0; j < P; ++j)
       st.push_back(stepDecompress(slot, slotA(c, slot, j), at(a.recvbuff, j * n + pc.off, dt), pc.len, dt));
-  }
-  st.push_back(stepJoin(a.stream));
-  return submit(std::move(sched), "AllGather");
+  });
 }
 
 }  // namespace taco

@@ -64,42 +64,17 @@ tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
         st.push_back(stepCompress(slot, at(a.sendbuff, piece[j].off, dt), piece[j].len, dt, slotA(c, slot, j)));
 
     // 2. AlltoAll of the compressed pieces.
-    if (P > 1) {
-      Step ex = stepExchange(slot);
-      for (int j = 0; j < P; ++j) {
-        if (j == r) continue;
-        if (piece[j].len > 0) ex.xfers.push_back(Xfer{true, j, slotA(c, slot, j), wireBytes(c, piece[j].len, dt)});
-        if (mine.len > 0) ex.xfers.push_back(Xfer{false, j, slotB(c, slot, j), mineBytes});
-      }
-      st.push_back(std::move(ex));
-    }
+    addPeerExchange(st, c, slot, [&](int j) { return WireRef{slotA(c, slot, j), wireBytes(c, piece[j].len, dt)}; },
+                    [&](int j) { return WireRef{slotB(c, slot, j), mineBytes}; });
 
     // 3. Owner: exact own partial + the others' in rank order, compressed once.
-    if (mine.len > 0) {
-      Step s;
-      s.kind = kStepDRC;
-      s.stream = slot;
-      s.inputs.n = 0;
-      for (int j = 0; j < P; ++j)
-        if (j != r) s.inputs.ptr[s.inputs.n++] = slotB(c, slot, j);
-      s.exact = at(a.sendbuff, mine.off, dt);
-      s.out = slotA(c, slot, r);
-      s.y = at(a.recvbuff, mine.off, dt);
-      s.count = mine.len;
-      s.dtype = dt;
-      st.push_back(std::move(s));
-    }
+    if (mine.len > 0)
+      st.push_back(stepSumOfPeers(kStepDRC, c, slot, at(a.sendbuff, mine.off, dt), slotA(c, slot, r),
+                                  at(a.recvbuff, mine.off, dt), mine.len, dt));
 
     // 4. AllGather of the compressed reduced pieces.
-    if (P > 1) {
-      Step ex = stepExchange(slot);
-      for (int j = 0; j < P; ++j) {
-        if (j == r) continue;
-        if (mine.len > 0) ex.xfers.push_back(Xfer{true, j, slotA(c, slot, r), mineBytes});
-        if (piece[j].len > 0) ex.xfers.push_back(Xfer{false, j, slotA(c, slot, j), wireBytes(c, piece[j].len, dt)});
-      }
-      st.push_back(std::move(ex));
-    }
+    addPeerExchange(st, c, slot, [&](int) { return WireRef{slotA(c, slot, r), mineBytes}; },
+                    [&](int j) { return WireRef{slotA(c, slot, j), wireBytes(c, piece[j].len, dt)}; });
 
     // 5. Everyone decompresses the others' reduced pieces.
     for (int j = 0; j < P; ++j)

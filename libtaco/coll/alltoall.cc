@@ -22,11 +22,9 @@ namespace taco {
 
 tacoResult_t alltoAll(tacoComm* c, const CollArgs& a) {
   if (a.count == 0) return tacoSuccess;
-  const tacoDataType_t dt = a.dtype;
   const int P = c->nranks, r = c->rank;
   const size_t n = a.count;
-  Schedule sched;
-  sched.comm = c;
+  const tacoDataType_t dt = a.dtype;
   bool plain = usePlain(c, n * P * dtypeBytes(dt));
   if (plain && a.sendbuff == a.recvbuff && !c->transport->alltoAllInPlace()) {
     if (!c->compressed)
@@ -36,37 +34,17 @@ tacoResult_t alltoAll(tacoComm* c, const CollArgs& a) {
                       c->transport->name());
     plain = false;  // the compressed schedule stages through the workspace, so it can run in place
   }
-  if (plain) {
-    sched.steps.push_back(stepPlain(kPlainAlltoAll, a.stream, a.sendbuff, a.recvbuff, n, dt));
-    return submit(std::move(sched), "AlltoAll");
-  }
-  const size_t pe = commPieceElems(c, dt);
-  const size_t nChunks = chunkCount(n, pe);
-  std::vector<Step>& st = sched.steps;
-  st.reserve(2 + nChunks * (2 * P + 1));
-  st.push_back(stepFork(a.stream));
-  for (size_t ch = 0; ch < nChunks; ++ch) {
-    const int slot = (int)(ch % (size_t)c->depth);
-    const Range pc = pieceOf(Range{0, n}, pe, ch);
-    const size_t wb = wireBytes(c, pc.len, dt);
+  return submitBlockwise(c, a, plain, kPlainAlltoAll, "AlltoAll",
+                         [&](std::vector<Step>& st, int slot, Range pc, size_t wb) {
     for (int j = 0; j < P; ++j)
       st.push_back(stepCompress(slot, at(a.sendbuff, j * n + pc.off, dt), pc.len, dt, slotA(c, slot, j)));
-    if (P > 1) {
-      Step ex = stepExchange(slot);
-      for (int j = 0; j < P; ++j) {
-        if (j == r) continue;
-        ex.xfers.push_back(Xfer{true, j, slotA(c, slot, j), wb});
-        ex.xfers.push_back(Xfer{false, j, slotB(c, slot, j), wb});
-      }
-      st.push_back(std::move(ex));
-    }
+    addPeerExchange(st, c, slot, [&](int j) { return WireRef{slotA(c, slot, j), wb}; },
+                    [&](int j) { return WireRef{slotB(c, slot, j), wb}; });
     for (int j = 0; j < P; ++j) {
       const void* src = j == r ? slotA(c, slot, r) : slotB(c, slot, j);
       st.push_back(stepDecompress(slot, src, at(a.recvbuff, j * n + pc.off, dt), pc.len, dt));
     }
-  }
-  st.push_back(stepJoin(a.stream));
-  return submit(std::move(sched), "AlltoAll");
+  });
 }
 
 }  // namespace taco

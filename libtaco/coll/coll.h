@@ -3,6 +3,7 @@
 #pragma once
 #include "coll/plan.h"
 #include "coll/schedule.h"
+#include "core/comm.h"
 
 namespace taco {
 
@@ -42,7 +43,60 @@ Step stepFork(cudaStream_t user);
 Step stepJoin(cudaStream_t user);
 Step stepCompress(int stream, const void* in, size_t count, tacoDataType_t dt, void* out);
 Step stepDecompress(int stream, const void* in, void* y, size_t count, tacoDataType_t dt);
-Step stepExchange(int stream);
 Step stepPlain(PlainKind k, cudaStream_t user, const void* in, void* y, size_t count, tacoDataType_t dt);
+// kStepDecAccum or kStepDRC on the owner of a piece: the inputs are the peers' compressed pieces
+// received into slotB(slot, j), j != rank, in rank order (the fixed summation order).
+Step stepSumOfPeers(StepKind kind, tacoComm* c, int slot, const void* exact, void* out, void* y, size_t count,
+                    tacoDataType_t dt);
+
+// A buffer and its size in bytes, as one side of a transfer.
+struct WireRef {
+  void* buf;
+  size_t bytes;
+};
+
+// Appends one chunk's grouped send/recv with every peer j != rank (nothing when the world is one
+// rank): send sendTo(j) to j, receive recvFrom(j) from j. Empty sides (0 bytes) are left out:
+// both ranks of a pair compute the same sizes from the same plan.
+template <class SendTo, class RecvFrom>
+void addPeerExchange(std::vector<Step>& steps, const tacoComm* c, int slot, SendTo sendTo, RecvFrom recvFrom) {
+  if (c->nranks == 1) return;
+  Step ex;
+  ex.kind = kStepExchange;
+  ex.stream = slot;
+  for (int j = 0; j < c->nranks; ++j) {
+    if (j == c->rank) continue;
+    const WireRef s = sendTo(j), v = recvFrom(j);
+    if (s.bytes > 0) ex.xfers.push_back(Xfer{true, j, s.buf, s.bytes});
+    if (v.bytes > 0) ex.xfers.push_back(Xfer{false, j, v.buf, v.bytes});
+  }
+  steps.push_back(std::move(ex));
+}
+
+// Builds and submits the schedule of a collective over P blocks of n = a.count elements each
+// (ReduceScatter, AllGather, AlltoAll). `plain`: one step of the transport's plain collective
+// `kind`. Otherwise the chunk loop: fork; for chunk ch, piece pc = the next commPieceElems()
+// elements of every block, on pipeline stream and workspace slot ch % depth,
+// addChunk(steps, slot, pc, wireBytes(pc.len)); join.
+template <class AddChunk>
+tacoResult_t submitBlockwise(tacoComm* c, const CollArgs& a, bool plain, PlainKind kind, const char* opName,
+                             AddChunk addChunk) {
+  Schedule sched;
+  sched.comm = c;
+  if (plain) {
+    sched.steps.push_back(stepPlain(kind, a.stream, a.sendbuff, a.recvbuff, a.count, a.dtype));
+    return submit(std::move(sched), opName);
+  }
+  const size_t pe = commPieceElems(c, a.dtype);
+  const size_t nChunks = chunkCount(a.count, pe);
+  sched.steps.reserve(2 + nChunks * (2 * (size_t)c->nranks + 1));
+  sched.steps.push_back(stepFork(a.stream));
+  for (size_t ch = 0; ch < nChunks; ++ch) {
+    const Range pc = pieceOf(Range{0, a.count}, pe, ch);
+    addChunk(sched.steps, (int)(ch % (size_t)c->depth), pc, wireBytes(c, pc.len, a.dtype));
+  }
+  sched.steps.push_back(stepJoin(a.stream));
+  return submit(std::move(sched), opName);
+}
 
 }  // namespace taco

@@ -50,10 +50,19 @@ Step stepDecompress(int stream, const void* in, void* y, size_t count, tacoDataT
   s.dtype = dt;
   return s;
 }
-Step stepExchange(int stream) {
+Step stepSumOfPeers(StepKind kind, tacoComm* c, int slot, const void* exact, void* out, void* y, size_t count,
+                    tacoDataType_t dt) {
   Step s;
-  s.kind = kStepExchange;
-  s.stream = stream;
+  s.kind = kind;
+  s.stream = slot;
+  s.inputs.n = 0;
+  for (int j = 0; j < c->nranks; ++j)
+    if (j != c->rank) s.inputs.ptr[s.inputs.n++] = slotB(c, slot, j);
+  s.exact = exact;
+  s.out = out;
+  s.y = y;
+  s.count = count;
+  s.dtype = dt;
   return s;
 }
 Step stepPlain(PlainKind k, cudaStream_t user, const void* in, void* y, size_t count, tacoDataType_t dt) {

@@ -20,49 +20,19 @@ namespace taco {
 
 tacoResult_t reduceScatter(tacoComm* c, const CollArgs& a) {
   if (a.count == 0) return tacoSuccess;
-  const tacoDataType_t dt = a.dtype;
   const int P = c->nranks, r = c->rank;
   const size_t n = a.count;
-  Schedule sched;
-  sched.comm = c;
-  if (usePlain(c, n * P * dtypeBytes(dt))) {
-    sched.steps.push_back(stepPlain(kPlainReduceScatter, a.stream, a.sendbuff, a.recvbuff, n, dt));
-    return submit(std::move(sched), "ReduceScatter");
-  }
-  const size_t pe = commPieceElems(c, dt);
-  const size_t nChunks = chunkCount(n, pe);
-  std::vector<Step>& st = sched.steps;
-  st.reserve(2 + nChunks * (P + 2));
-  st.push_back(stepFork(a.stream));
-  for (size_t ch = 0; ch < nChunks; ++ch) {
-    const int slot = (int)(ch % (size_t)c->depth);
-    const Range pc = pieceOf(Range{0, n}, pe, ch);
-    const size_t wb = wireBytes(c, pc.len, dt);
+  const tacoDataType_t dt = a.dtype;
+  const bool plain = usePlain(c, n * P * dtypeBytes(dt));
+  return submitBlockwise(c, a, plain, kPlainReduceScatter, "ReduceScatter",
+                         [&](std::vector<Step>& st, int slot, Range pc, size_t wb) {
     for (int j = 0; j < P; ++j)
       if (j != r) st.push_back(stepCompress(slot, at(a.sendbuff, j * n + pc.off, dt), pc.len, dt, slotA(c, slot, j)));
-    if (P > 1) {
-      Step ex = stepExchange(slot);
-      for (int j = 0; j < P; ++j) {
-        if (j == r) continue;
-        ex.xfers.push_back(Xfer{true, j, slotA(c, slot, j), wb});
-        ex.xfers.push_back(Xfer{false, j, slotB(c, slot, j), wb});
-      }
-      st.push_back(std::move(ex));
-    }
-    Step s;
-    s.kind = kStepDecAccum;
-    s.stream = slot;
-    s.inputs.n = 0;
-    for (int j = 0; j < P; ++j)
-      if (j != r) s.inputs.ptr[s.inputs.n++] = slotB(c, slot, j);
-    s.exact = at(a.sendbuff, r * n + pc.off, dt);
-    s.y = at(a.recvbuff, pc.off, dt);
-    s.count = pc.len;
-    s.dtype = dt;
-    st.push_back(std::move(s));
-  }
-  st.push_back(stepJoin(a.stream));
-  return submit(std::move(sched), "ReduceScatter");
+    addPeerExchange(st, c, slot, [&](int j) { return WireRef{slotA(c, slot, j), wb}; },
+                    [&](int j) { return WireRef{slotB(c, slot, j), wb}; });
+    st.push_back(stepSumOfPeers(kStepDecAccum, c, slot, at(a.sendbuff, r * n + pc.off, dt), nullptr,
+                                at(a.recvbuff, pc.off, dt), pc.len, dt));
+  });
 }
 
 }  // namespace taco
