@@ -51,16 +51,10 @@ tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
   std::vector<Step>& st = sched.steps;
   st.reserve(2 + nChunks * (2 * P + 3));
   st.push_back(stepFork(a.stream));
-  auto pieces = [&](size_t ch) {
-    std::vector<Range> piece(P);
-    for (int j = 0; j < P; ++j) piece[j] = pieceOf(shard[j], pe, ch);
-    return piece;
-  };
-
-  // Phases 1-3 of chunk ch: up to the owner's reduced piece in A[r].
-  auto reduceHalf = [&](size_t ch) {
+  std::vector<Range> piece(P);
+  for (size_t ch = 0; ch < nChunks; ++ch) {
     const int slot = (int)(ch % (size_t)c->depth);
-    const std::vector<Range> piece = pieces(ch);
+    for (int j = 0; j < P; ++j) piece[j] = pieceOf(shard[j], pe, ch);
     const Range mine = piece[r];
     const size_t mineBytes = wireBytes(c, mine.len, dt);
 
@@ -77,13 +71,6 @@ tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
     if (mine.len > 0)
       st.push_back(stepSumOfPeers(kStepDRC, c, slot, at(a.sendbuff, mine.off, dt), slotA(c, slot, r),
                                   at(a.recvbuff, mine.off, dt), mine.len, dt));
-  };
-
-  // Phases 4-5 of chunk ch: the reduced pieces back to everyone.
-  auto gatherHalf = [&](size_t ch) {
-    const int slot = (int)(ch % (size_t)c->depth);
-    const std::vector<Range> piece = pieces(ch);
-    const size_t mineBytes = wireBytes(c, piece[r].len, dt);
 
     // 4. AllGather of the compressed reduced pieces.
     addPeerExchange(st, c, slot, [&](int) { return WireRef{slotA(c, slot, r), mineBytes}; },
@@ -93,21 +80,7 @@ tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
     for (int j = 0; j < P; ++j)
       if (j != r && piece[j].len > 0)
         st.push_back(stepDecompress(slot, slotA(c, slot, j), at(a.recvbuff, piece[j].off, dt), piece[j].len, dt));
-  };
-
-  // Issue order. A transport runs its exchanges one after another in the order they are posted
-  // (NCCL serialises the operations of a communicator), so posting chunk ch's AllGather right after
-  // its AlltoAll would hold chunk ch+1's AlltoAll behind chunk ch's reduce kernel. With two or more
-  // slots, chunk ch+1's first half is posted before chunk ch's second half: the wire carries the next
-  // AlltoAll while the owner reduces. One slot cannot: chunk ch+1 would overwrite A[] before chunk
-  // ch has sent and decompressed it. Either order computes the same bits.
-  const bool interleave = c->depth >= 2;
-  for (size_t ch = 0; ch < nChunks; ++ch) {
-    reduceHalf(ch);
-    if (!interleave) gatherHalf(ch);
-    else if (ch > 0) gatherHalf(ch - 1);
   }
-  if (interleave) gatherHalf(nChunks - 1);
   st.push_back(stepJoin(a.stream));
   return submit(std::move(sched), "AllReduce");
 }
