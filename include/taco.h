@@ -67,6 +67,20 @@ typedef enum {
   tacoNumOps = 1
 } tacoRedOp_t;
 
+/* AllReduce algorithms (docs/collectives.md). tacoAlgoAuto lets the library pick per
+ * call from the size, the rank count, the dtype, the codec and the peer memory the
+ * communicator has; the others force one (TACO_ALGO=auto|plain|staged|fused|oneshot|oneshot-raw).
+ * A forced algorithm the communicator cannot run is tacoInvalidUsage at the call. */
+typedef enum {
+  tacoAlgoAuto = 0,
+  tacoAlgoPlain = 1,      /* the transport's uncompressed AllReduce (NCCL's) */
+  tacoAlgoStaged = 2,     /* two-shot: codec kernels around the transport's send/recv (any transport) */
+  tacoAlgoFused = 3,      /* two-shot in one kernel on peer memory (NVLink, loopback) */
+  tacoAlgoOneShot = 4,    /* every rank sums every rank's compressed input, on peer memory */
+  tacoAlgoOneShotRaw = 5, /* the same with uncompressed inputs (latency-bound sizes) */
+  tacoNumAlgos = 6
+} tacoAlgo_t;
+
 /* ----------------------------------------------------------------- codecs */
 /* Stable codec ids; they are written into every compressed buffer (docs/format.md). */
 typedef enum {
@@ -137,13 +151,14 @@ typedef struct {
   int pipelineDepth;        /* chunks in flight, 1..16 (1: no overlap); TACO_PIPELINE_DEPTH */
   int checkConsistency;     /* 1: ranks compare library version, codec, block size, chunk, fallback
                                and depth at creation; TACO_CHECK_CONSISTENCY */
+  int algo;                 /* tacoAlgo_t for AllReduce; TACO_ALGO (default tacoAlgoAuto) */
 } tacoConfig_t;
 
 #define TACO_CONFIG_INITIALIZER                                                  \
   {                                                                              \
     sizeof(tacoConfig_t), TACO_CONFIG_MAGIC, TACO_VERSION_CODE, NULL,            \
         TACO_CONFIG_UNDEF_SIZE, TACO_CONFIG_UNDEF_SIZE, TACO_CONFIG_UNDEF_INT,   \
-        TACO_CONFIG_UNDEF_INT                                                    \
+        TACO_CONFIG_UNDEF_INT, TACO_CONFIG_UNDEF_INT                             \
   }
 
 /* The `index`-th TACO_* environment variable the library reads (0-based): its
@@ -226,8 +241,17 @@ tacoResult_t tacoCommUserRank(tacoComm_t comm, int* rank);
 /* The communicator's resolved configuration (every field defined). The codec
  * string stays valid as long as the communicator. */
 tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config);
-/* Device workspace bytes the communicator holds (allocated at creation). */
+/* Device workspace bytes the communicator holds (allocated at creation): the staged
+ * pipeline's slots plus, where peer memory exists, this rank's scratch and flags. */
 tacoResult_t tacoCommWorkspaceBytes(tacoComm_t comm, size_t* bytes);
+/* An error that happened asynchronously on the device since creation: a peer-memory
+ * kernel that gave up waiting (TACO_WAIT_TIMEOUT_S) or saw tacoCommAbort. tacoSuccess
+ * when none; tacoRemoteError once a wait failed (the communicator must then be
+ * destroyed: its ranks no longer agree on where they are). Never blocks. */
+tacoResult_t tacoCommGetAsyncError(tacoComm_t comm, tacoResult_t* asyncError);
+/* The AllReduce algorithm the communicator would pick for `count` elements of `datatype`
+ * (tacoAlgo_t, never tacoAlgoAuto): the selection function, without running anything. */
+tacoResult_t tacoCommAllReduceAlgo(tacoComm_t comm, size_t count, tacoDataType_t datatype, int* algo);
 
 /* ----------------------------------------------------------- collectives */
 /* Group calls: collectives issued between start and end are launched together

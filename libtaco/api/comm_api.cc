@@ -1,4 +1,5 @@
 // Exported communicator entry points: argument checks, then dispatch to coll/.
+#include "coll/allreduce_select.h"
 #include "coll/coll.h"
 #include "core/check.h"
 #include "core/export.h"
@@ -81,6 +82,21 @@ TACO_API tacoResult_t tacoCommWorkspaceBytes(tacoComm_t comm, size_t* bytes) {
   TACO_ARG(bytes != nullptr, "CommWorkspaceBytes : bytes argument is NULL");
   *bytes = comm->workspaceBytes;
   return tacoSuccess;
+}
+
+TACO_API tacoResult_t tacoCommGetAsyncError(tacoComm_t comm, tacoResult_t* asyncError) {
+  TACO_ARG(comm != nullptr, "CommGetAsyncError : comm argument is NULL");
+  TACO_ARG(asyncError != nullptr, "CommGetAsyncError : asyncError argument is NULL");
+  *asyncError = commAsyncError(comm);
+  return tacoSuccess;
+}
+
+TACO_API tacoResult_t tacoCommAllReduceAlgo(tacoComm_t comm, size_t count, tacoDataType_t datatype, int* algo) {
+  TACO_ARG(comm != nullptr, "CommAllReduceAlgo : comm argument is NULL");
+  TACO_ARG(algo != nullptr, "CommAllReduceAlgo : algo argument is NULL");
+  TACO_ARG((int)datatype >= 0 && datatype < tacoNumDataTypes, "CommAllReduceAlgo : datatype %d is not a tacoDataType_t",
+           (int)datatype);
+  return allReduceAlgo(comm, count, datatype, algo);
 }
 
 TACO_API tacoResult_t tacoGroupStart(void) { return groupStart(); }

@@ -26,6 +26,7 @@
 // Small messages (< fallbackBytes), codec `none`, and worlds too large for one
 // accumulate kernel use the transport's plain AllReduce instead.
 #include "core/check.h"
+#include "coll/allreduce_select.h"
 #include "coll/coll.h"
 
 namespace taco {
@@ -35,7 +36,9 @@ tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
   const tacoDataType_t dt = a.dtype;
   Schedule sched;
   sched.comm = c;
-  if (usePlain(c, a.count * dtypeBytes(dt))) {
+  int algo = tacoAlgoPlain;
+  TACO_CHECK(allReduceAlgo(c, a.count, dt, &algo));
+  if (algo == tacoAlgoPlain) {
     sched.steps.push_back(stepPlain(kPlainAllReduce, a.stream, a.sendbuff, a.recvbuff, a.count, dt));
     return submit(std::move(sched), "AllReduce");
   }

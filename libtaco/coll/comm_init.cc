@@ -35,6 +35,10 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
   if (cfg.fallbackBytes == TACO_CONFIG_UNDEF_SIZE) cfg.fallbackBytes = env.fallbackBytes;
   if (cfg.pipelineDepth == TACO_CONFIG_UNDEF_INT) cfg.pipelineDepth = env.pipelineDepth;
   if (cfg.checkConsistency == TACO_CONFIG_UNDEF_INT) cfg.checkConsistency = env.checkConsistency;
+  if (cfg.algo == TACO_CONFIG_UNDEF_INT) cfg.algo = env.algo;
+  if (cfg.algo < 0 || cfg.algo >= tacoNumAlgos)
+    return setError(tacoInvalidArgument, "%s : config algo %d is not a tacoAlgo_t (0..%d)", op, cfg.algo,
+                    tacoNumAlgos - 1);
   TACO_CHECK(codecParse(c->codecSpec.c_str(), &c->codec, op, "config codec"));
   if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s : config chunkBytes must be > 0", op);
   if (cfg.pipelineDepth < 1 || cfg.pipelineDepth > kMaxDepth)

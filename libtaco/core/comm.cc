@@ -8,6 +8,10 @@ void commRecordError(tacoComm* c) {
   if (c != nullptr) c->lastError = lastError();
 }
 
+bool commHasPeerMemory(const tacoComm* c) { return c != nullptr && c->peer != nullptr; }
+
+tacoResult_t commAsyncError(tacoComm* c) { return c->asyncError; }
+
 const char* commLastError(const tacoComm* c) { return c != nullptr ? c->lastError.c_str() : ""; }
 
 }  // namespace taco

@@ -11,7 +11,8 @@
 #include "taco.h"
 
 namespace taco {
-class Transport;  // transport/transport.h
+class Transport;   // transport/transport.h
+class PeerMemory;  // transport/peer_memory.h
 }
 
 struct tacoComm {
@@ -19,6 +20,8 @@ struct tacoComm {
   int nranks = 1;
   int device = 0;
   taco::Transport* transport = nullptr;
+  // Every rank's scratch mapped into this process (fused and one-shot AllReduce), or null.
+  taco::PeerMemory* peer = nullptr;
 
   // Resolved configuration (every field defined); config.codec points into codecSpec.
   tacoConfig_t config;
@@ -38,6 +41,9 @@ struct tacoComm {
   size_t workspaceBytes = 0;
   size_t pieceCap = 0;
 
+  // First asynchronous failure seen on the device (tacoCommGetAsyncError).
+  tacoResult_t asyncError = tacoSuccess;
+
   int pendingOps = 0;  // collectives queued in an open group
   std::string lastError;  // last failure of an operation on this communicator
 };
@@ -50,6 +56,10 @@ inline char* slotA(tacoComm* c, int slot, int j) {
 inline char* slotB(tacoComm* c, int slot, int j) {
   return c->workspace + ((size_t)slot * 2 * c->nranks + c->nranks + j) * c->pieceCap;
 }
+// True when the communicator has every peer's scratch mapped (fused and one-shot AllReduce).
+bool commHasPeerMemory(const tacoComm* c);
+// The first asynchronous device failure seen (tacoCommGetAsyncError).
+tacoResult_t commAsyncError(tacoComm* c);
 // Records the thread's last error (taco::lastError()) on the communicator.
 void commRecordError(tacoComm* c);
 // The communicator's last error, or "" (for tacoGetLastError).

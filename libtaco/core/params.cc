@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "taco.h"
 
 namespace taco {
 
@@ -18,6 +19,8 @@ static const ParamDoc kDocs[] = {
     {"TACO_CHECK_POINTERS", "1", "device calls verify that pointers are device-accessible"},
     {"TACO_NCCL_LIBRARY", "libnccl.so.2", "NCCL library to dlopen when no NCCL is loaded in the process"},
     {"TACO_DEBUG", "", "log level: WARN, INFO or TRACE"},
+    {"TACO_ALGO", "auto", "AllReduce algorithm: auto, plain, staged, fused, oneshot or oneshot-raw"},
+    {"TACO_WAIT_TIMEOUT_S", "60", "seconds a peer-memory kernel waits for a peer before it gives up"},
 };
 
 const ParamDoc* paramDocs(int* count) {
@@ -78,6 +81,40 @@ static const char* strParam(const char* name, const char* dflt) {
 
 const char* debugParam() { return strParam("TACO_DEBUG", ""); }
 
+static const char* const kAlgoNames[] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
+
+int algoFromName(const char* s) {
+  for (int i = 0; i < (int)(sizeof(kAlgoNames) / sizeof(kAlgoNames[0])); ++i)
+    if (strcmp(s, kAlgoNames[i]) == 0) return i;
+  return -1;
+}
+
+const char* algoName(int algo) {
+  return algo >= 0 && algo < (int)(sizeof(kAlgoNames) / sizeof(kAlgoNames[0])) ? kAlgoNames[algo] : "?";
+}
+
+static int algoParam(const char* name) {
+  const char* v = strParam(name, "auto");
+  const int a = algoFromName(v);
+  if (a < 0) {
+    TACO_WARN("%s='%s' is not an algorithm (auto, plain, staged, fused, oneshot, oneshot-raw); using auto", name, v);
+    return tacoAlgoAuto;
+  }
+  return a;
+}
+
+static double secondsParam(const char* name, double dflt) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  char* end = nullptr;
+  const double x = strtod(v, &end);
+  if (end == v || *end != '\0' || !(x > 0)) {
+    TACO_WARN("%s='%s' is not a positive number of seconds; using %g", name, v, dflt);
+    return dflt;
+  }
+  return x;
+}
+
 const EnvParams& envParams() {
   static const EnvParams params = [] {
     EnvParams p;
@@ -89,6 +126,8 @@ const EnvParams& envParams() {
     p.checkConsistency = intParam("TACO_CHECK_CONSISTENCY", 1);
     p.checkPointers = intParam("TACO_CHECK_POINTERS", 1);
     p.ncclLibrary = strParam("TACO_NCCL_LIBRARY", "libnccl.so.2");
+    p.algo = algoParam("TACO_ALGO");
+    p.waitTimeoutS = secondsParam("TACO_WAIT_TIMEOUT_S", 60.0);
     return p;
   }();
   return params;

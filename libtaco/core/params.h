@@ -14,7 +14,14 @@ struct EnvParams {
   int checkPointers;      // TACO_CHECK_POINTERS   validate device pointers (cudaPointerGetAttributes)
   const char* ncclLibrary;// TACO_NCCL_LIBRARY     libnccl to dlopen when none is loaded
   const char* debug;      // TACO_DEBUG            WARN | INFO | TRACE
+  int algo;               // TACO_ALGO             tacoAlgo_t forced for AllReduce (tacoAlgoAuto: pick)
+  double waitTimeoutS;    // TACO_WAIT_TIMEOUT_S   a peer-memory kernel gives up waiting after this
 };
+
+// The tacoAlgo_t named `s` ("auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"),
+// or -1; and the name of an algorithm.
+int algoFromName(const char* s);
+const char* algoName(int algo);
 
 // The parsed environment, read on first use. Malformed values are reported at
 // WARN and replaced by the default.

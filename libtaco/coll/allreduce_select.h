@@ -1,0 +1,34 @@
+// AllReduce algorithm selection: a pure function of what the call and the
+// communicator offer, so that host tests can check the table.
+#pragma once
+#include <cstddef>
+
+#include "core/comm.h"
+#include "taco.h"
+
+namespace taco {
+
+// Provisional thresholds (docs/tuning.md): uncompressed one-shot up to 256 KiB,
+// compressed one-shot up to 4 MiB when P > 2.
+constexpr size_t kOneShotRawMaxBytes = (size_t)256 << 10;
+constexpr size_t kOneShotMaxBytes = (size_t)4 << 20;
+
+struct AlgoInputs {
+  size_t bytes = 0;          // uncompressed bytes of the call
+  int nranks = 1;
+  tacoDataType_t dtype = tacoFloat32;
+  bool compressed = false;   // the communicator's codec compresses (not `none`)
+  bool peerMemory = false;   // every peer's scratch is mapped (NVLink, IPC, loopback)
+  size_t fallbackBytes = 0;  // config: below this the staged path gives way to plain
+};
+
+// The algorithm (tacoAlgo_t, never tacoAlgoAuto) for these inputs.
+int selectAllReduceAlgo(const AlgoInputs& in);
+// Why `algo` cannot run with these inputs, or nullptr when it can.
+const char* algoUnavailable(int algo, const AlgoInputs& in);
+
+AlgoInputs algoInputs(const tacoComm* c, size_t count, tacoDataType_t dtype);
+// The algorithm this call runs: config.algo when forced (an error if it cannot run), else the selection.
+tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo);
+
+}  // namespace taco
