@@ -32,6 +32,7 @@ struct Options {
   long long fallbackBytes = -1;     // --fallback (-1: the library's default / TACO_FALLBACK_BYTES)
   long long chunkBytes = -1;        // --chunk
   int pipelineDepth = -1;           // --depth
+  int algo = -1;                    // --algo (tacoAlgo_t; -1: the library's default / TACO_ALGO)
   int diy = 1;                      // --diy 0|1
   uint64_t seed = 0x7ac0;           // --seed
   std::string idFile;               // --id-file (NCCL bootstrap without MPI)
@@ -39,6 +40,8 @@ struct Options {
 };
 
 const char* dtypeName(tacoDataType_t t);
+// "auto", "plain", "staged", "fused", "oneshot", "oneshot-raw" (tacoAlgo_t), as --algo spells them.
+const char* algoName(int algo);
 size_t dtypeBytes(tacoDataType_t t);
 
 // Parses argv. Returns 0 on success, 2 after printing a message to stderr on a
