@@ -30,13 +30,6 @@ const char* dtypeName(tacoDataType_t t) {
 
 size_t dtypeBytes(tacoDataType_t t) { return t == tacoFloat32 ? 4 : 2; }
 
-namespace {
-// Indexed by tacoAlgo_t; the spelling of TACO_ALGO.
-const char* const kAlgoNames[tacoNumAlgos] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
-}  // namespace
-
-const char* algoName(int algo) { return algo >= 0 && algo < tacoNumAlgos ? kAlgoNames[algo] : "?"; }
-
 void printUsage(FILE* f) {
   fprintf(f,
           "usage: taco_perf [options]                 (one process per GPU, e.g. under mpirun)\n"
@@ -136,6 +129,9 @@ bool parseDtype(const std::string& s, tacoDataType_t* t) {
   return true;
 }
 
+// Indexed by tacoAlgo_t; the spelling of TACO_ALGO.
+const char* const kAlgoNames[tacoNumAlgos] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
+
 bool parseAlgo(const std::string& s, int* algo) {
   for (int a = 0; a < tacoNumAlgos; ++a)
     if (s == kAlgoNames[a]) {
@@ -176,6 +172,8 @@ const char* canonical(const std::string& arg) {
 }
 
 }  // namespace
+
+const char* algoName(int algo) { return algo >= 0 && algo < tacoNumAlgos ? kAlgoNames[algo] : "?"; }
 
 bool parseBytes(const char* s, size_t* out) {
   if (s == nullptr || *s == '\0' || *s == '-' || *s == '+') return false;
