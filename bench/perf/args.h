@@ -13,6 +13,8 @@ namespace perf {
 
 enum Coll { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAlltoAll = 3, kNumColls = 4 };
 const char* collName(Coll c);
+// "auto", "plain", "staged", "fused", "oneshot", "oneshot-raw" (tacoAlgo_t), as --algo spells them.
+const char* algoName(int algo);
 
 struct Options {
   size_t minBytes = 32u << 20;      // -b
@@ -40,8 +42,6 @@ struct Options {
 };
 
 const char* dtypeName(tacoDataType_t t);
-// "auto", "plain", "staged", "fused", "oneshot", "oneshot-raw" (tacoAlgo_t), as --algo spells them.
-const char* algoName(int algo);
 size_t dtypeBytes(tacoDataType_t t);
 
 // Parses argv. Returns 0 on success, 2 after printing a message to stderr on a
