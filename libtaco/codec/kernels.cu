@@ -4,9 +4,9 @@
 // parameter, uniform across the grid, so the build stays small. One exception, for
 // the default configuration: compress and plain decompress of the rotated codecs at
 // B = 256 have a kernel of their own with a different thread mapping
-// (rotated256Kernel, namespace r256 in device/rotated256.cuh: the FWHT's cross-lane
+// (rotated256Kernel, namespace rotated256 in device/rotated256.cuh: the FWHT's cross-lane
 // strides through shared-memory transpositions instead of shuffles; 16-bit compress
-// with four lanes per block, namespace r256::quad, the rest with eight).
+// with four lanes per block, namespace rotated256::fourLane, the rest with eight).
 //
 // Memory traffic per element (the kernels' only global accesses): compress
 // reads the input once and writes 1 byte (+ 4 or 8 bytes of scales per block);
@@ -29,11 +29,11 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress && sizeof(T) == 4 
   if constexpr (MODE == kCompress) {
     if (blockIdx.x == 0 && threadIdx.x == 0) writeHeader(a.out, a);
     if constexpr (sizeof(T) == 2)
-      r256::quad::compressTiles<T, FMT>(a, lane);
+      rotated256::fourLane::fourLaneCompressTiles<T, FMT>(a, lane);
     else
-      r256::compressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
+      rotated256::rotated256CompressTiles<T, FMT>(a, warp, nWarps, nTiles, g, t);
   } else if (headerOk(static_cast<const uint8_t*>(a.in.ptr[0]), a)) {
-    r256::decompressTiles<T, FMT>(a, g, t);
+    rotated256::rotated256DecompressTiles<T, FMT>(a, g, t);
   } else {
     generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, 4, g, t, false);
   }
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) blockCode
     cpAsyncWait<0>();
   } else {
   if (MODE == kAccumulate && FMT != kFmtInt4 && a.vec && a.in.n == 1 && a.x == nullptr && inputsOk) {
-    decompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+    genericDecompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
     return;
   }
   generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t, inputsOk);

@@ -99,13 +99,13 @@ int ctasPerSm(bool blocked, bool rotated256Path) {
 }
 
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
-// dynamic shared memory; fastPath = rotated256(), which excludes INT4.
+// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4.
 template <typename T, int MODE>
 KernelFn blockKernel(int fmt, bool fastPath, size_t& smem) {
   if constexpr (MODE != kReduceCompress) {
     if (fastPath) {
-      smem = (MODE == kCompress ? (sizeof(T) == 2 ? r256::quad::kUnits : r256::kCompressUnits)
-                                : r256::kDecompressUnits) * 16;
+      smem = (MODE == kCompress ? (sizeof(T) == 2 ? rotated256::fourLane::kUnits : rotated256::kCompressUnits)
+                                : rotated256::kDecompressUnits) * 16;
       return rotated256KernelFor<T, MODE>(fmt);
     }
   }
@@ -119,12 +119,12 @@ template <typename T, int MODE>
 cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   const CodecDesc* d = codecById(a.k.id);
   const int sms = smCount();
-  const bool fastPath = d->blocked && rotated256(a, MODE);  // rotated256Kernel
+  const bool fastPath = d->blocked && takesRotated256Kernel(a, MODE);
   size_t work;
   if (d->blocked) {
     // blocks per warp tile: four lanes per block in the 16-bit rotated compress
-    const bool quad = MODE == kCompress && sizeof(T) == 2 && fastPath;
-    const int groupsPerWarp = quad ? r256::quad::kBlocks : 32 / a.k.tpb;
+    const bool fourLanePath = MODE == kCompress && sizeof(T) == 2 && fastPath;
+    const int groupsPerWarp = fourLanePath ? rotated256::fourLane::kBlocks : 32 / a.k.tpb;
     work = (a.nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;  // threads wanted
   } else {
     work = (a.count + Vec<T>::V - 1) / Vec<T>::V;

@@ -40,6 +40,17 @@ struct Args {
   uint8_t dtype;
 };
 
+// Whether compress (mode kCompress) or plain decompress (kAccumulate with one input
+// and no exact input) of `a` takes the rotated codecs' B = 256 kernel
+// (rotated256Kernel, device/rotated256.cuh): aligned pointers and no INT4. A kernel
+// of its own (its own registers and launch bounds, and the general kernel keeps its
+// allocation). Its loops count tiles in 32 bits: counts of 2^40 and more (beyond any
+// GPU's memory today) take the general kernel.
+inline bool takesRotated256Kernel(const Args& a, int mode) {
+  return a.k.rotate && a.k.B == 256 && a.k.fmt != kFmtInt4 && a.vec && a.count < ((size_t)1 << 40) &&
+         (mode == kCompress || (mode == kAccumulate && a.in.n == 1 && a.x == nullptr));
+}
+
 // The arguments for `count` elements of `dtype` under `codec`: the codec's kernel
 // parameters and the wire layout. Pointers, vec and streamOut are left zero for the
 // launcher to fill.

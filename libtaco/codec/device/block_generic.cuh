@@ -350,7 +350,7 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
 // the same software pipeline as compress: each thread stages its codes and its
 // block's scales for the tile D - 1 ahead while it decodes this one.
 template <typename T, int FMT>
-__device__ __forceinline__ void decompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+__device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                                 int groupsPerWarp, int groupInWarp, int t) {
   constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
   using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes

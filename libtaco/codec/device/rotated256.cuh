@@ -27,7 +27,7 @@ namespace dev {
 // row c >> 3 of the block's region, at column (c & 7) ^ (c / NCH & 7): one XOR with a
 // per-thread base per read. The transposition, plain stores and loads, uses a padded
 // layout instead: unit (row r, column q) at 9r + q, a per-thread base plus constants.
-namespace r256 {
+namespace rotated256 {
 
 constexpr int kLanes = 8;                 // lanes per block
 constexpr int kWarps = kThreads / 32;
@@ -40,7 +40,7 @@ constexpr int kDecompressSlot = kWarps * 4 * kCodesGroup + kWarps * 4 * 8 / 16;
 
 // fp32 compress: a slot holds each block's 64 staged units padded to 72, the
 // transposition buffer it shares (a block transposes in the slot it has just read).
-// (16-bit inputs have a compress of their own, namespace quad.)
+// (16-bit inputs have a compress of their own, namespace fourLane.)
 constexpr int kCompressSlotUnits = kWarps * 4 * kXposeGroup;
 constexpr int kCompressUnits = kCompressDepth * kCompressSlotUnits;
 constexpr int kDecompressUnits = kDecompressDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
@@ -61,7 +61,7 @@ __device__ __forceinline__ void butterflies(float (&v)[N]) {
 
 // The whole FWHT of a block held as positions 32t + r; leaves positions 32a + 4t + b
 // in v[4a + b]. row = buf + 9t, col = buf + t (this lane's bases in the block's buffer).
-__device__ __forceinline__ void fwht(float (&v)[kPerThread], float4* row, const float4* col) {
+__device__ __forceinline__ void transposedFwht(float (&v)[kPerThread], float4* row, const float4* col) {
   butterflies<1, 16>(v);
   __syncwarp();  // the buffer's previous readers are done
 #pragma unroll
@@ -119,13 +119,13 @@ __device__ __forceinline__ float readStagedPrescaled(const Args& a, const char* 
 // Compress of one staged fp32 block (eight lanes); row / col are this lane's
 // transposition bases.
 template <typename T, int FMT>
-__device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
+__device__ __forceinline__ void rotated256CompressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
                                               float4* row, const float4* col) {
   float v[kPerThread];
   bool bad;
   float lift;
   float alpha = readStagedPrescaled<T, kLanes>(a, area, in, v, bad, lift);
-  fwht(v, row, col);
+  transposedFwht(v, row, col);
   float m = 0.0f;
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
@@ -140,9 +140,9 @@ __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t
 // The fp32 compress loop: this warp's tiles, the next one copied in (cp.async) while
 // this one is compressed; tiles not wholly inside `count` take the general path.
 template <typename T, int FMT>
-__device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
+__device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
                                               int t) {
-  static_assert(sizeof(T) == 4, "16-bit inputs take quad::compressTiles");
+  static_assert(sizeof(T) == 4, "16-bit inputs take fourLane::fourLaneCompressTiles");
   constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
   extern __shared__ uint4 stagingArea[];
   uint4* group = stagingArea + ((threadIdx.x >> 5) * 4 + g) * kXposeGroup;  // this block's region in slot 0
@@ -170,7 +170,7 @@ __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t
       cpAsyncWait<1>();
       __syncwarp();  // the other lanes' copies have landed too
       float4* buf = reinterpret_cast<float4*>(group + s * kCompressSlotUnits);
-      compressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
+      rotated256CompressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
                             readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf + 9 * t, buf + t);
     } else {
       compressBlockTile<T, FMT>(a, block, t, nullptr);
@@ -192,7 +192,9 @@ __device__ __forceinline__ void compressTiles(const Args& a, size_t warp, size_t
 // Shared memory: two staging slots (the tile ahead lands while this one is computed)
 // and one transposition buffer per block, rows of 10 units at 41-unit block strides
 // (writes and reads conflict-free); 105 KB per CTA, two CTAs per SM.
-namespace quad {
+// (Named for its mapping, four lanes per block, against the eight of the rest of
+// namespace rotated256; only the 16-bit compress uses it.)
+namespace fourLane {
 
 constexpr int kLanes = 4;
 constexpr int kPer = 64;                   // elements per lane
@@ -205,7 +207,7 @@ constexpr int kUnits = kDepth * kSlotUnits + kWarps * kBlocks * kGroup;
 // Compress of one staged 16-bit block (four lanes); buf is the block's transposition
 // buffer.
 template <typename T, int FMT>
-__device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
+__device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
                                               float4* buf) {
   float v[kPer];
   bool bad;
@@ -264,7 +266,7 @@ __device__ __forceinline__ void compressBlock(const Args& a, size_t block, int t
 // it, at unit (8l | (l & 7)) ^ k. Tiles not wholly inside `count` take the general
 // path, as two tiles of the eight-lane mapping.
 template <typename T, int FMT>
-__device__ __forceinline__ void compressTiles(const Args& a, int lane) {
+__device__ __forceinline__ void fourLaneCompressTiles(const Args& a, int lane) {
   static_assert(sizeof(T) == 2, "the four-lane path is for 16-bit inputs");
   extern __shared__ uint4 stagingArea[];
   // 32-bit tile indices (the launcher sends counts >= 2^40 to the general kernel): the
@@ -293,7 +295,7 @@ __device__ __forceinline__ void compressTiles(const Args& a, int lane) {
     if (tile < nFull) {
       cpAsyncWait<1>();
       __syncwarp();  // the other lanes' copies have landed too
-      compressBlock<T, FMT>(a, (size_t)tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
+      fourLaneCompressBlock<T, FMT>(a, (size_t)tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
                             readOffset + s * (kSlotUnits * 16), buf);
     } else {
 #pragma unroll 1
@@ -304,7 +306,7 @@ __device__ __forceinline__ void compressTiles(const Args& a, int lane) {
   cpAsyncWait<0>();
 }
 
-}  // namespace quad
+}  // namespace fourLane
 
 // Plain decompress (one input, no exact input, aligned pointers): each lane stages its
 // own 32 codes (units 2t and 2t + 1 of its block's 16, the pair swapped on lanes 4..7 so
@@ -313,7 +315,7 @@ __device__ __forceinline__ void compressTiles(const Args& a, int lane) {
 // that the shared-memory latency is not on the path of every tile (4 warps per
 // scheduler cannot hide it).
 template <typename T, int FMT>
-__device__ __forceinline__ void decompressTiles(const Args& a, int g, int t) {
+__device__ __forceinline__ void rotated256DecompressTiles(const Args& a, int g, int t) {
   constexpr int D = kDecompressDepth;
   extern __shared__ uint4 stagingArea[];
   // 32-bit tile indices: counts >= 2^40 take the general kernel
@@ -383,7 +385,7 @@ __device__ __forceinline__ void decompressTiles(const Args& a, int g, int t) {
         cpAsyncWait<D - 2>();  // the next tile's copies (this thread's)
         fetch(nextSlot);
       }
-      fwht(v, buf + 9 * t, buf + t);
+      transposedFwht(v, buf + 9 * t, buf + t);
       T* out = y + block * 256 + 4 * t;
 #pragma unroll
       for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
@@ -397,16 +399,7 @@ __device__ __forceinline__ void decompressTiles(const Args& a, int g, int t) {
   cpAsyncWait<0>();
 }
 
-}  // namespace r256
-
-// Compress and plain decompress of the rotated codecs at B = 256 with aligned
-// pointers: a kernel of their own (its own registers and launch bounds, and the
-// general kernel keeps its allocation). Its loops count tiles in 32 bits: counts of
-// 2^40 and more (beyond any GPU's memory today) take the general kernel.
-__host__ __device__ __forceinline__ bool rotated256(const Args& a, int mode) {
-  return a.k.rotate && a.k.B == 256 && a.k.fmt != kFmtInt4 && a.vec && a.count < ((size_t)1 << 40) &&
-         (mode == kCompress || (mode == kAccumulate && a.in.n == 1 && a.x == nullptr));
-}
+}  // namespace rotated256
 
 }  // namespace dev
 }  // namespace taco
