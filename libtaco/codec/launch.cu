@@ -48,6 +48,19 @@ cudaError_t allowSharedMemory(const void* kernel, size_t bytes) {
   return e;
 }
 
+size_t genericCompressSmemBytes(tacoDataType_t dtype) {
+  return dtype == tacoFloat32 ? (size_t)Stage<float>::kCompressDepth * Stage<float>::kCompressSlot
+                              : (size_t)Stage<__half>::kCompressDepth * Stage<__half>::kCompressSlot;
+}
+size_t genericDecompressSmemBytes(tacoDataType_t dtype) {
+  return dtype == tacoFloat32 ? (size_t)Stage<float>::kDecompressDepth * Stage<float>::kDecompressSlot
+                              : (size_t)Stage<__half>::kDecompressDepth * Stage<__half>::kDecompressSlot;
+}
+size_t rotated256CompressSmemBytes(tacoDataType_t dtype) {
+  return (size_t)(dtype == tacoFloat32 ? rotated256::kCompressUnits : rotated256::fourLane::kUnits) * 16;
+}
+size_t rotated256DecompressSmemBytes(tacoDataType_t) { return (size_t)rotated256::kDecompressUnits * 16; }
+
 bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p & 15) == 0; }
 
 Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
@@ -101,16 +114,15 @@ int ctasPerSm(bool blocked, bool rotated256Path) {
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
 // dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4.
 template <typename T, int MODE>
-KernelFn blockKernel(int fmt, bool fastPath, size_t& smem) {
+KernelFn blockKernel(tacoDataType_t dtype, int fmt, bool fastPath, size_t& smem) {
   if constexpr (MODE != kReduceCompress) {
     if (fastPath) {
-      smem = (MODE == kCompress ? (sizeof(T) == 2 ? rotated256::fourLane::kUnits : rotated256::kCompressUnits)
-                                : rotated256::kDecompressUnits) * 16;
+      smem = MODE == kCompress ? rotated256CompressSmemBytes(dtype) : rotated256DecompressSmemBytes(dtype);
       return rotated256KernelFor<T, MODE>(fmt);
     }
   }
-  smem = MODE == kCompress     ? (size_t)Stage<T>::kCompressDepth * Stage<T>::kCompressSlot
-         : MODE == kAccumulate ? (size_t)Stage<T>::kDecompressDepth * Stage<T>::kDecompressSlot
+  smem = MODE == kCompress     ? genericCompressSmemBytes(dtype)
+         : MODE == kAccumulate ? genericDecompressSmemBytes(dtype)
                                : 0;
   return blockCodecKernelFor<T, MODE>(fmt);
 }
@@ -135,7 +147,7 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid == 0) grid = 1;
   if (d->blocked) {
     size_t smem;
-    const KernelFn kernel = blockKernel<T, MODE>(d->format, fastPath, smem);
+    const KernelFn kernel = blockKernel<T, MODE>((tacoDataType_t)a.dtype, d->format, fastPath, smem);
     cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
     kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);

@@ -63,6 +63,15 @@ bool aligned16(const void* p);
 int smCount();
 size_t l2Bytes();
 
+// Dynamic shared memory per CTA (kThreads threads) of the staged pipelines for
+// inputs / outputs of `dtype`: genericCompressTiles, genericDecompressTiles
+// (device/block_generic.cuh); rotated256CompressTiles (fp32) or
+// fourLaneCompressTiles (16-bit), rotated256DecompressTiles (device/rotated256.cuh).
+size_t genericCompressSmemBytes(tacoDataType_t dtype);
+size_t genericDecompressSmemBytes(tacoDataType_t dtype);
+size_t rotated256CompressSmemBytes(tacoDataType_t dtype);
+size_t rotated256DecompressSmemBytes(tacoDataType_t dtype);
+
 // Opts a kernel in to more than the default 48 KB of dynamic shared memory, once
 // per kernel and device (a host-side attribute: safe during stream capture).
 cudaError_t allowSharedMemory(const void* kernel, size_t bytes);

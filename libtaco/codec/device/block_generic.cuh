@@ -329,7 +329,7 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
   float v[kPerThread];
   float m0, d;
   bool bad;
-  if (staged != nullptr) {  // warp-uniform: the tile was staged by compressTiles
+  if (staged != nullptr) {  // warp-uniform: the tile was staged by genericCompressTiles
     RawChunks<T> raw;
     readStaged<T>(staged, raw);
     rawToFloat<T>(raw, v);
@@ -344,6 +344,51 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
     blockMaxBad(v, a.k.tpb, m0, bad);
   }
   compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d);
+}
+
+// Compress of this warp's tiles (tiles warp, warp + nWarps, ... < nTiles; a tile is
+// the warp's groupsPerWarp blocks, this thread lane t of block groupInWarp), as a
+// software pipeline: tile i + D - 1 is being copied in while tile i is compressed.
+// Only whole, aligned tiles are staged (bit s of `staged` marks slot s); the rest go
+// through the general load. Shared memory: Stage<T>::kCompressDepth slots of
+// kCompressSlot bytes (device/args.h: genericCompressSmemBytes), kThreads per CTA.
+template <typename T, int FMT>
+__device__ __forceinline__ void genericCompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                     int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kCompressDepth;
+  extern __shared__ uint4 stagingArea[];
+  uint4* mine = stagingArea + threadIdx.x;
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  uint32_t staged = 0;
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    const size_t tile = warp + i * nWarps;
+    if (stageable(tile)) {
+      stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
+                  mine + i * Vec<T>::NCH * kThreads);
+      staged |= 1u << i;
+    }
+    cpAsyncCommit();
+  }
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const int ahead = s == 0 ? D - 1 : s - 1;  // the slot read one iteration ago
+    staged &= ~(1u << ahead);
+    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    if (stageable(far)) {
+      stageRaw<T>(static_cast<const T*>(a.x), far * groupsPerWarp + groupInWarp, t, a,
+                  mine + ahead * Vec<T>::NCH * kThreads);
+      staged |= 1u << ahead;
+    }
+    cpAsyncCommit();
+    cpAsyncWait<D - 1>();  // this tile's copies have landed
+    compressBlockTile<T, FMT>(a, tile * groupsPerWarp + groupInWarp, t,
+                              (staged >> s) & 1 ? mine + s * Vec<T>::NCH * kThreads : nullptr);
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
 }
 
 // Plain decompress (one input, no exact input, byte codes, aligned pointers), with

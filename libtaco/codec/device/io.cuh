@@ -294,6 +294,13 @@ __device__ __forceinline__ bool headerOk(const uint8_t* w, const Args& a) {
          ((w1 >> 16) & 0xff) == (uint32_t)a.k.log2B && cnt == a.count && dtypeOk;
 }
 
+// Every compressed input's header matches `a` (all of them read: no early exit).
+__device__ __forceinline__ bool inputHeadersOk(const Args& a) {
+  bool ok = true;
+  for (int q = 0; q < a.in.n; ++q) ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+  return ok;
+}
+
 __device__ __forceinline__ void writeHeader(uint8_t* w, const Args& a) {
   uint32_t* h = reinterpret_cast<uint32_t*>(w);
   h[0] = kWireMagic;

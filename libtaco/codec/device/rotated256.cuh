@@ -1,7 +1,10 @@
 // The rotated codecs at B = 256 (compress and plain decompress), with a thread
-// mapping of their own: eight lanes per block (fp32 compress, decompress) or four
-// (16-bit compress), the FWHT's cross-lane strides through shared-memory
-// transpositions instead of shuffles. Tiles not wholly inside `count` fall back to
+// mapping of their own: eight lanes per block (fp32 compress, decompress; a warp's
+// tile is 4 blocks) or four (16-bit compress, namespace fourLane; 8 blocks), the
+// FWHT's cross-lane strides through shared-memory transpositions instead of
+// shuffles. The tile loops take their warp's place in a partition (warp of nWarps)
+// and assume kThreads threads per CTA and the dynamic shared memory of
+// device/args.h's rotated256*SmemBytes. Tiles not wholly inside `count` fall back to
 // the generic path (block_generic.cuh).
 #pragma once
 #include <type_traits>
@@ -260,19 +263,18 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 
-// This warp's tiles, the next one copied in while this one is compressed. Lane l
+// This warp's tiles (warp, warp + nWarps, ...: warp of nWarps in the partition; a
+// tile is 8 blocks), the next one copied in while this one is compressed. Lane l
 // copies chunks l + 32j of the tile (whole 128-byte lines into one shared-memory row:
 // chunk c at unit (c & ~7) | ((c & 7) ^ (c >> 3 & 7))) and reads chunks 8l + k of
 // it, at unit (8l | (l & 7)) ^ k. Tiles not wholly inside `count` take the general
 // path, as two tiles of the eight-lane mapping.
 template <typename T, int FMT>
-__device__ __forceinline__ void fourLaneCompressTiles(const Args& a, int lane) {
+__device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t warp, uint32_t nWarps, int lane) {
   static_assert(sizeof(T) == 2, "the four-lane path is for 16-bit inputs");
   extern __shared__ uint4 stagingArea[];
   // 32-bit tile indices (the launcher sends counts >= 2^40 to the general kernel): the
   // loop state must fit beside the 64 values per lane in 128 registers without a spill
-  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  const uint32_t nWarps = (gridDim.x * blockDim.x) >> 5;
   const uint32_t nTiles = (uint32_t)((a.nBlocks + kBlocks - 1) / kBlocks);
   const uint32_t nFull = (uint32_t)(a.count / (kBlocks * 256));  // tiles wholly inside count
   const int g = lane >> 2, t = lane & 3;
@@ -313,14 +315,14 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, int lane) {
 // that reads are conflict-free) and lane 0 its block's scales, D - 1 tiles ahead. The
 // next tile's codes and scales are read into registers while this tile is rotated, so
 // that the shared-memory latency is not on the path of every tile (4 warps per
-// scheduler cannot hide it).
+// scheduler cannot hide it). Tiles of 4 blocks: warp, warp + nWarps, ... (warp of
+// nWarps in the partition).
 template <typename T, int FMT>
-__device__ __forceinline__ void rotated256DecompressTiles(const Args& a, int g, int t) {
+__device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_t warp, uint32_t nWarps, int g,
+                                                          int t) {
   constexpr int D = kDecompressDepth;
   extern __shared__ uint4 stagingArea[];
   // 32-bit tile indices: counts >= 2^40 take the general kernel
-  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  const uint32_t nWarps = (gridDim.x * blockDim.x) >> 5;
   const uint32_t nTiles = (uint32_t)((a.nBlocks + 3) / 4);
   const uint32_t nFull = (uint32_t)(a.count / 1024);
   const int b = (threadIdx.x >> 5) * 4 + g;  // this block's index in the CTA's tile
