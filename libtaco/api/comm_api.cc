@@ -1,5 +1,4 @@
 // Exported communicator entry points: argument checks, then dispatch to coll/.
-#include "coll/allreduce_select.h"
 #include "coll/coll.h"
 #include "core/check.h"
 #include "core/export.h"

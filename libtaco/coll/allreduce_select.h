@@ -3,13 +3,13 @@
 #pragma once
 #include <cstddef>
 
-#include "core/comm.h"
 #include "taco.h"
 
 namespace taco {
 
-// Provisional thresholds (docs/tuning.md): uncompressed one-shot up to 256 KiB,
-// compressed one-shot up to 4 MiB when P > 2.
+// Provisional thresholds (docs/tuning.md): below the communicator's fallbackBytes the call
+// is uncompressed (one-shot up to 256 KiB where peer memory exists, else the transport's);
+// above it, compressed one-shot up to 4 MiB (any size at P = 2), fused two-shot beyond.
 constexpr size_t kOneShotRawMaxBytes = (size_t)256 << 10;
 constexpr size_t kOneShotMaxBytes = (size_t)4 << 20;
 
@@ -19,6 +19,7 @@ struct AlgoInputs {
   tacoDataType_t dtype = tacoFloat32;
   bool compressed = false;   // the communicator's codec compresses (not `none`)
   bool peerMemory = false;   // every peer's scratch is mapped (NVLink, IPC, loopback)
+  bool peerCodec = false;    // the peer-memory kernels support the codec (block codecs)
   size_t fallbackBytes = 0;  // config: below this the staged path gives way to plain
 };
 
@@ -26,9 +27,5 @@ struct AlgoInputs {
 int selectAllReduceAlgo(const AlgoInputs& in);
 // Why `algo` cannot run with these inputs, or nullptr when it can.
 const char* algoUnavailable(int algo, const AlgoInputs& in);
-
-AlgoInputs algoInputs(const tacoComm* c, size_t count, tacoDataType_t dtype);
-// The algorithm this call runs: config.algo when forced (an error if it cannot run), else the selection.
-tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo);
 
 }  // namespace taco

@@ -23,26 +23,17 @@
 // and step 5 overwrites pieces that step 1 of the same chunk already
 // compressed; different chunks touch disjoint elements.
 //
-// Small messages (< fallbackBytes), codec `none`, and worlds too large for one
-// accumulate kernel use the transport's plain AllReduce instead.
+// coll/allreduce.cc decides when this path runs (the staged path is the one that
+// works everywhere NCCL does, across nodes included).
 #include "core/check.h"
-#include "coll/allreduce_select.h"
 #include "coll/coll.h"
 
 namespace taco {
 
-tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
-  if (a.count == 0) return tacoSuccess;  // like NCCL: nothing to do, nothing to check
+tacoResult_t allReduceStaged(tacoComm* c, const CollArgs& a) {
   const tacoDataType_t dt = a.dtype;
   Schedule sched;
   sched.comm = c;
-  int algo = tacoAlgoPlain;
-  TACO_CHECK(allReduceAlgo(c, a.count, dt, &algo));
-  if (algo == tacoAlgoPlain) {
-    sched.steps.push_back(stepPlain(kPlainAllReduce, a.stream, a.sendbuff, a.recvbuff, a.count, dt));
-    return submit(std::move(sched), "AllReduce");
-  }
-
   const int P = c->nranks, r = c->rank;
   std::vector<Range> shard(P);
   shardPlan(a.count, P, planGranule(c->codec), shard.data());

@@ -16,6 +16,10 @@ struct CollArgs {
 };
 
 tacoResult_t allReduce(tacoComm* comm, const CollArgs& a);
+// The AllReduce algorithms behind allReduce() (coll/allreduce.cc picks one).
+tacoResult_t allReduceStaged(tacoComm* comm, const CollArgs& a);
+// The algorithm a call runs: config.algo when forced (an error if it cannot run), else the selection.
+tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo);
 tacoResult_t reduceScatter(tacoComm* comm, const CollArgs& a);
 tacoResult_t allGather(tacoComm* comm, const CollArgs& a);
 tacoResult_t alltoAll(tacoComm* comm, const CollArgs& a);
@@ -24,6 +28,8 @@ tacoResult_t alltoAll(tacoComm* comm, const CollArgs& a);
 tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consistencyCheck, tacoComm** out);
 tacoResult_t commCreateLoopback(tacoComm** comms, int nranks, const tacoConfig_t* config);
 tacoResult_t commDestroy(tacoComm* comm, bool abort);
+// The first asynchronous device failure seen (tacoCommGetAsyncError; coll/allreduce_peer.cc).
+tacoResult_t commAsyncError(tacoComm* c);
 // Validates a config (magic, codec spec, ranges) without creating anything.
 tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op);
 

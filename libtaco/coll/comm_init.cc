@@ -8,7 +8,9 @@
 
 #include "core/check.h"
 #include "core/params.h"
+#include "coll/allreduce_peer.h"
 #include "coll/coll.h"
+#include "transport/peer_memory.h"
 #include "transport/transport.h"
 
 namespace taco {
@@ -93,6 +95,8 @@ tacoResult_t commSetup(tacoComm* c) {
 }
 
 void commFree(tacoComm* c) {
+  peerMemoryFree(c->peer);
+  if (c->peerEvent) cudaEventDestroy(c->peerEvent);
   if (c->workspace) cudaFree(c->workspace);
   for (cudaStream_t s : c->streams) if (s) cudaStreamDestroy(s);
   for (cudaEvent_t e : c->joinEvents) if (e) cudaEventDestroy(e);
@@ -168,6 +172,7 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
   tacoResult_t r = resolveConfig(config, c, "CommInit");
   if (r == tacoSuccess) r = commSetup(c);
   if (r == tacoSuccess && consistency && c->config.checkConsistency && c->nranks > 1) r = consistencyCheck(c);
+  if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = peerMemorySetup(&c, 1, false);
   if (r != tacoSuccess) {
     // An owned NCCL communicator must be torn down too.
     t->abort();
@@ -189,7 +194,10 @@ tacoResult_t commCreateLoopback(tacoComm** comms, int nranks, const tacoConfig_t
       return res;
     }
   }
-  return tacoSuccess;
+  const tacoResult_t res = peerMemorySetup(comms, nranks, true);
+  if (res != tacoSuccess)
+    for (int q = 0; q < nranks; ++q) commFree(comms[q]), comms[q] = nullptr;
+  return res;
 }
 
 tacoResult_t commDestroy(tacoComm* c, bool abort) {
@@ -212,6 +220,13 @@ tacoResult_t commDestroy(tacoComm* c, bool abort) {
     tacoResult_t f = c->transport->finalize();
     if (res == tacoSuccess) res = f;
   } else {
+    if (c->peer != nullptr) {
+      // Peer kernels poll this word in every wait: they exit promptly, and must have
+      // exited before their scratch is freed.
+      *c->peer->abortHost = 1;
+      for (cudaStream_t st : c->streams) (void)cudaStreamSynchronize(st);
+      (void)cudaGetLastError();
+    }
     tacoResult_t f = c->transport->abort();
     if (res == tacoSuccess) res = f;
   }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "coll/allreduce_peer.h"
 #include "coll/schedule.h"
 #include "transport/transport.h"
 
@@ -90,6 +91,14 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
                         "ranks issued different collectives in one group (rank %d exchanges while rank %d "
                         "runs a plain collective)",
                         progs[0]->comm->rank, progs[i]->comm->rank);
+    if (kind == kStepPeer) {  // one kernel launch for every local rank: no transport group
+      std::vector<tacoComm*> comms(n);
+      std::vector<const Step*> steps(n);
+      for (size_t i = 0; i < n; ++i) comms[i] = progs[i]->comm, steps[i] = &progs[i]->steps[pc[i]];
+      TACO_CHECK(runPeerSteps(comms, steps));
+      for (size_t i = 0; i < n; ++i) ++pc[i];
+      continue;
+    }
     // One transport group around every rank's part of this step; always balanced.
     tacoResult_t res = tacoSuccess;
     size_t started = 0;

@@ -22,7 +22,8 @@ enum StepKind {
   kStepDecAccum,    // y = sum(decompress(inputs)) + exact
   kStepDRC,         // out = compress(sum(decompress(inputs)) + exact), y = decompress(out)
   kStepExchange,    // grouped send/recv (sync)
-  kStepPlain        // plain collective on raw dtype (sync)
+  kStepPlain,       // plain collective on raw dtype (sync)
+  kStepPeer         // one launch of a peer-memory AllReduce kernel (sync: every local rank at once)
 };
 
 enum PlainKind { kPlainAllReduce, kPlainReduceScatter, kPlainAllGather, kPlainAlltoAll };
@@ -46,6 +47,8 @@ struct Step {
   tacoDataType_t dtype = tacoFloat32;
   AccumInputs inputs{};  // inputs.n valid for DecAccum / DRC
   PlainKind plain = kPlainAllReduce;
+  int algo = 0;      // kStepPeer: tacoAlgo_t
+  size_t chunk = 0;  // kStepPeer: which launch of the call
   std::vector<Xfer> xfers;
 };
 
@@ -54,7 +57,9 @@ struct Schedule {
   std::vector<Step> steps;
 };
 
-inline bool isSyncStep(const Step& s) { return s.kind == kStepExchange || s.kind == kStepPlain; }
+inline bool isSyncStep(const Step& s) {
+  return s.kind == kStepExchange || s.kind == kStepPlain || s.kind == kStepPeer;
+}
 
 // Runs the programs (one per rank, ranks of one world or NCCL communicators
 // driven from this thread) in lockstep.

@@ -10,8 +10,6 @@ void commRecordError(tacoComm* c) {
 
 bool commHasPeerMemory(const tacoComm* c) { return c != nullptr && c->peer != nullptr; }
 
-tacoResult_t commAsyncError(tacoComm* c) { return c->asyncError; }
-
 const char* commLastError(const tacoComm* c) { return c != nullptr ? c->lastError.c_str() : ""; }
 
 }  // namespace taco

@@ -22,6 +22,7 @@ struct tacoComm {
   taco::Transport* transport = nullptr;
   // Every rank's scratch mapped into this process (fused and one-shot AllReduce), or null.
   taco::PeerMemory* peer = nullptr;
+  cudaEvent_t peerEvent = nullptr;  // joins loopback ranks' streams around a peer kernel
 
   // Resolved configuration (every field defined); config.codec points into codecSpec.
   tacoConfig_t config;
@@ -58,8 +59,6 @@ inline char* slotB(tacoComm* c, int slot, int j) {
 }
 // True when the communicator has every peer's scratch mapped (fused and one-shot AllReduce).
 bool commHasPeerMemory(const tacoComm* c);
-// The first asynchronous device failure seen (tacoCommGetAsyncError).
-tacoResult_t commAsyncError(tacoComm* c);
 // Records the thread's last error (taco::lastError()) on the communicator.
 void commRecordError(tacoComm* c);
 // The communicator's last error, or "" (for tacoGetLastError).

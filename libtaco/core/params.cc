@@ -21,6 +21,8 @@ static const ParamDoc kDocs[] = {
     {"TACO_DEBUG", "", "log level: WARN, INFO or TRACE"},
     {"TACO_ALGO", "auto", "AllReduce algorithm: auto, plain, staged, fused, oneshot or oneshot-raw"},
     {"TACO_WAIT_TIMEOUT_S", "60", "seconds a peer-memory kernel waits for a peer before it gives up"},
+    {"TACO_FAULT_SKIP_RANK", "", "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator is created)"},
+    {"TACO_PEER_MEMORY", "loopback", "peer memory for the fused and one-shot AllReduce: 0 off, 1 on (CUDA IPC between processes), loopback (loopback worlds only, until the IPC route is measured across GPUs)"},
 };
 
 const ParamDoc* paramDocs(int* count) {
@@ -81,6 +83,14 @@ static const char* strParam(const char* name, const char* dflt) {
 
 const char* debugParam() { return strParam("TACO_DEBUG", ""); }
 
+int faultSkipRank() {
+  const char* v = getenv("TACO_FAULT_SKIP_RANK");
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long r = strtol(v, &end, 10);
+  return (end != v && *end == '\0' && r >= 0) ? (int)r : -1;
+}
+
 static const char* const kAlgoNames[] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
 
 int algoFromName(const char* s) {
@@ -128,6 +138,12 @@ const EnvParams& envParams() {
     p.ncclLibrary = strParam("TACO_NCCL_LIBRARY", "libnccl.so.2");
     p.algo = algoParam("TACO_ALGO");
     p.waitTimeoutS = secondsParam("TACO_WAIT_TIMEOUT_S", 60.0);
+    {
+      const char* v = strParam("TACO_PEER_MEMORY", "loopback");
+      p.peerMemory = strcmp(v, "0") == 0 ? 0 : strcmp(v, "1") == 0 ? 1 : 2;
+      if (p.peerMemory == 2 && strcmp(v, "loopback") != 0)
+        TACO_WARN("TACO_PEER_MEMORY='%s' is not 0, 1 or loopback; using loopback", v);
+    }
     return p;
   }();
   return params;

@@ -16,7 +16,13 @@ struct EnvParams {
   const char* debug;      // TACO_DEBUG            WARN | INFO | TRACE
   int algo;               // TACO_ALGO             tacoAlgo_t forced for AllReduce (tacoAlgoAuto: pick)
   double waitTimeoutS;    // TACO_WAIT_TIMEOUT_S   a peer-memory kernel gives up waiting after this
+  int peerMemory;         // TACO_PEER_MEMORY      0 off, 1 on (CUDA IPC for NCCL too), 2 loopback only
 };
+
+// TACO_FAULT_SKIP_RANK, read when peer memory is created (not cached): the rank whose
+// peer-kernel CTAs return at once, so that its peers' waits time out or see an abort.
+// A testing knob for the failure paths; -1 when unset.
+int faultSkipRank();
 
 // The tacoAlgo_t named `s` ("auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"),
 // or -1; and the name of an algorithm.

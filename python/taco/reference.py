@@ -394,10 +394,33 @@ def _is_plain(codec, nbytes, fallback_bytes):
     return codec_params(codec)["id"] == 0 or nbytes < fallback_bytes
 
 
+ALGOS = ("twoshot", "oneshot", "oneshot-raw")
+
+
+def allreduce_oneshot(parts, codec: str = "taco", block: int | None = None) -> np.ndarray:
+    """One-shot AllReduce: every rank decodes every rank's compressed input and sums them
+    in fp32 in rank order 0..P-1, its own input through the codec too, so every rank holds
+    the same bits. One quantization per partial (two-shot has two). Chunking cannot
+    change the bits: chunks are whole blocks. Codec `none` is the uncompressed one-shot
+    (fp32 sum in rank order, rounded once)."""
+    parts, dt, count = _check_parts(parts)
+    if codec_params(codec)["id"] == 0:
+        return _plain_sum(parts, dt)
+    wires = [compress(p, codec, block=block) for p in parts]
+    return decompress_accumulate(wires, codec, count, dt, block=block)
+
+
 def allreduce_ranks(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
-                    fallback_bytes: int = 0) -> list:
-    """What each rank holds after the two-shot AllReduce: the owner takes its piece from
-    the reduce kernel's own decompression (y), the others decompress the gathered bytes."""
+                    fallback_bytes: int = 0, algo: str = "twoshot") -> list:
+    """What each rank holds after the AllReduce. `algo`: "twoshot" (staged or fused: the
+    same bits; the owner takes its piece from the reduce kernel's own decompression (y),
+    the others decompress the gathered bytes), "oneshot", or "oneshot-raw" (the
+    uncompressed one-shot, whatever `codec`)."""
+    if algo not in ALGOS:
+        raise ValueError(f"algo argument {algo!r} is not one of {ALGOS}")
+    if algo != "twoshot":
+        out = allreduce_oneshot(parts, "none" if algo == "oneshot-raw" else codec, block)
+        return [out.copy() for _ in parts]
     parts, dt, count = _check_parts(parts)
     P = len(parts)
     if _is_plain(codec, count * dt.itemsize, fallback_bytes):
@@ -417,9 +440,9 @@ def allreduce_ranks(parts, codec: str = "taco", block: int | None = None, chunk_
 
 
 def allreduce(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,
-              fallback_bytes: int = 0) -> np.ndarray:
+              fallback_bytes: int = 0, algo: str = "twoshot") -> np.ndarray:
     """The sum every rank holds after tacoAllReduce (bit-identical on every rank)."""
-    return allreduce_ranks(parts, codec, block, chunk_bytes, fallback_bytes)[0]
+    return allreduce_ranks(parts, codec, block, chunk_bytes, fallback_bytes, algo)[0]
 
 
 def reduce_scatter(parts, codec: str = "taco", block: int | None = None, chunk_bytes: int | None = None,

@@ -1,0 +1,101 @@
+"""How close does each AllReduce algorithm come to the HBM roofline on one GPU?
+Loopback, P ranks on one GPU, every algorithm and the device-to-device memcpy measured
+side by side in one run. On one GPU every "wire" byte is an HBM byte, so an algorithm's
+roofline is the bytes it must move divided by memcpy's bandwidth (bytes read + written).
+
+Bytes per rank for N elements of e bytes, w = compressed bytes per element (codes and
+scales), P ranks (reads + writes, every pass over HBM counted once):
+  fused two-shot: read the input (N e), write the P-1 pieces compressed into the owners'
+                  scratch ((P-1)/P N w), read them back ((P-1)/P N w), write the reduced piece
+                  (N/P w) and its decoding (N/P e), read the P-1 reduced pieces ((P-1)/P N w),
+                  write the output ((P-1)/P N e)  ->  2 N e + N w (3 (P-1) + 1) / P
+  one-shot:       read the input, write it compressed (N w), read all P (P N w), write N e
+  staged two-shot moves the fused path's bytes plus a device copy of every exchanged byte.
+
+    TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py [--ranks 4] [--mbytes 256]
+"""
+import argparse
+import json
+import sys
+
+import torch
+
+import taco.comm
+from taco import codec as tcodec
+
+
+def gpu_time(fn, iters, warmup=3):
+    s = torch.cuda.current_stream()
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(s)
+    for _ in range(iters):
+        fn()
+    b.record(s)
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) / 1e3 / iters
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--mbytes", type=int, default=256, help="MiB of input per rank")
+    p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    p.add_argument("--codec", default="fp8-block")
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--algos", default="staged,fused,oneshot")
+    p.add_argument("--json", default=None)
+    a = p.parse_args(argv)
+    P = a.ranks
+    tdt = getattr(torch, a.dtype)
+    e = torch.tensor([], dtype=tdt).element_size()
+    N = a.mbytes * (1 << 20) // e
+    w = tcodec.compressed_size(a.codec, N, a.dtype) / N
+    xs = [torch.randn(N, device="cuda").to(tdt) for _ in range(P)]
+    outs = [torch.empty_like(x) for x in xs]
+
+    # memcpy of the same total size as all ranks' traffic would be unfair to time; time a
+    # copy of P inputs (P * N * e bytes read and written) and report bandwidth.
+    src = torch.empty(P * N * e, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    t_copy = gpu_time(lambda: dst.copy_(src), a.iters)
+    bw = 2 * src.numel() / t_copy
+    print(f"# {torch.cuda.get_device_name()} P={P} N={N} {a.dtype} codec={a.codec} "
+          f"w={w:.4f} B/elem; memcpy {bw / 1e12:.3f} TB/s (read + write)")
+    model = {
+        "fused": 2 * N * e + N * w * (3 * (P - 1) + 1) / P,
+        "staged": 2 * N * e + N * w * (3 * (P - 1) + 1) / P + 2 * N * w * 2 * (P - 1) / P,
+        "oneshot": 2 * N * e + N * w * (1 + P),
+    }
+    rows = []
+    for algo in [s for s in a.algos.split(",") if s]:
+        comms = taco.comm.loopback(P, codec=a.codec, algo=algo, fallback_bytes=0)
+        try:
+            def once():
+                with taco.comm.group():
+                    for c, x, o in zip(comms, xs, outs):
+                        c.allreduce(x, out=o)
+            t = gpu_time(once, a.iters)
+        finally:
+            for c in comms:
+                c.close()
+        need = P * model[algo]
+        ratio = need / t / bw
+        rows.append({"algo": algo, "time_ms": t * 1e3, "bytes_moved": need, "roofline_ms": need / bw * 1e3,
+                     "of_memcpy": ratio})
+        print(f"{algo:8s} {t * 1e3:9.3f} ms   moves {need / 1e9:7.3f} GB   roofline {need / bw * 1e3:8.3f} ms"
+              f"   {ratio:5.3f}x memcpy bandwidth")
+    by = {r["algo"]: r for r in rows}
+    if "fused" in by and "staged" in by:
+        print(f"fused / staged time: {by['fused']['time_ms'] / by['staged']['time_ms']:.3f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"memcpy_TBps": bw / 1e12, "P": P, "N": N, "dtype": a.dtype, "codec": a.codec, "rows": rows},
+                      f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

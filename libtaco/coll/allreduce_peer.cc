@@ -1,0 +1,184 @@
+// Host side of the peer-memory AllReduce algorithms (coll/allreduce_peer.h): the
+// schedule (fork, one kStepPeer step per chunk on pipeline stream 0, join: calls on
+// one communicator run in issue order, as the epochs require), the launch of each
+// step, and the creation of peer memory with the communicator.
+#include "coll/allreduce_peer.h"
+
+#include <cstring>
+
+#include "codec/codec.h"
+#include "core/check.h"
+#include "core/params.h"
+#include "transport/peer_memory.h"
+#include "transport/transport.h"
+
+namespace taco {
+
+tacoResult_t commAsyncError(tacoComm* c) {
+  if (c->asyncError == tacoSuccess && c->peer != nullptr && *c->peer->statusHost != 0) c->asyncError = tacoRemoteError;
+  return c->asyncError;
+}
+
+tacoResult_t peerCheckHealthy(tacoComm* c, const char* op) {
+  const PeerMemory* pm = c->peer;
+  if (pm == nullptr) return tacoSuccess;
+  if (*pm->abortHost != 0)
+    return setError(tacoInvalidUsage, "%s : the communicator was aborted (tacoCommAbort); destroy it", op);
+  if (commAsyncError(c) != tacoSuccess)
+    return setError(tacoRemoteError,
+                    "%s : an earlier collective gave up waiting for a peer (%s); the ranks no longer agree "
+                    "on their epochs: destroy the communicator",
+                    op, *pm->statusHost == 2 ? "aborted" : "timed out after TACO_WAIT_TIMEOUT_S");
+  return tacoSuccess;
+}
+
+tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
+  TACO_CHECK(peerCheckHealthy(c, "AllReduce"));
+  const PeerPlan plan = peerPlan(algo, c->codec, a.count, a.dtype, c->nranks, c->peer->bytes);
+  Schedule sched;
+  sched.comm = c;
+  sched.steps.reserve(plan.nChunks + 2);
+  sched.steps.push_back(stepFork(a.stream));
+  for (size_t ch = 0; ch < plan.nChunks; ++ch) {
+    Step s;
+    s.kind = kStepPeer;
+    s.stream = 0;
+    s.in = a.sendbuff;
+    s.y = a.recvbuff;
+    s.count = a.count;
+    s.dtype = a.dtype;
+    s.algo = algo;
+    s.chunk = ch;
+    sched.steps.push_back(std::move(s));
+  }
+  sched.steps.push_back(stepJoin(a.stream));
+  return submit(std::move(sched), "AllReduce");
+}
+
+namespace {
+
+PieceWire pieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype) {
+  PieceWire w{};
+  if (n == 0) return w;
+  const WireLayout l = wireLayout(codec, n, dtype);
+  w.count = n;
+  w.nBlocks = l.nBlocks;
+  w.scalesOffset = l.scalesOffset;
+  w.codesEnd = l.codesOffset + l.codesBytes;
+  w.scalesEnd = l.scalesOffset + l.scalesBytes;
+  w.totalBytes = l.totalBytes;
+  return w;
+}
+
+// Threads the largest phase can keep busy: a warp per tile of blocks, or a thread per 16 bytes.
+size_t threadsWanted(const PeerPlan& p, const PieceWire* w, int n, tacoDataType_t dtype) {
+  size_t most = 0;
+  for (int j = 0; j < n; ++j) {
+    size_t t;
+    if (p.codec.blockSize > 0) {
+      const size_t groupsPerWarp = 32 * 32 / (size_t)p.codec.blockSize;  // 32 lanes, 32 elements each
+      t = (w[j].nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;
+    } else {
+      t = (w[j].count * dtypeBytes(dtype) + 15) / 16;
+    }
+    most = t > most ? t : most;
+  }
+  return most;
+}
+
+}  // namespace
+
+tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector<const Step*>& steps) {
+  const size_t n = comms.size();
+  tacoComm* c0 = comms[0];
+  const Step& s0 = *steps[0];
+  for (size_t i = 1; i < n; ++i)
+    if (steps[i]->algo != s0.algo || steps[i]->count != s0.count || steps[i]->dtype != s0.dtype ||
+        steps[i]->chunk != s0.chunk)
+      return setError(tacoInvalidUsage,
+                      "AllReduce : ranks %d and %d called with different counts, dtypes or algorithms (%zu/%d vs "
+                      "%zu/%d)",
+                      c0->rank, comms[i]->rank, s0.count, (int)s0.dtype, steps[i]->count, (int)steps[i]->dtype);
+  const PeerMemory* pm = c0->peer;
+  if (pm == nullptr) return setError(tacoInternalError, "AllReduce : peer step without peer memory");
+  const PeerPlan plan = peerPlan(s0.algo, c0->codec, s0.count, s0.dtype, c0->nranks, pm->bytes);
+
+  PeerLaunch L;
+  memset(&L, 0, sizeof(L));
+  L.algo = s0.algo;
+  L.P = c0->nranks;
+  L.nLocal = (int)n;
+  for (size_t i = 0; i < n; ++i) {
+    L.localRank[i] = comms[i]->rank;
+    L.send[i] = steps[i]->in;
+    L.recv[i] = steps[i]->y;
+  }
+  for (int q = 0; q < L.P; ++q) L.base[q] = pm->base[q];
+  L.abortWord = pm->abortDev;
+  L.statusWord = pm->statusDev;
+  L.timeoutNs = (uint64_t)(envParams().waitTimeoutS * 1e9);
+  L.skipRank = pm->faultSkipRank;
+  L.halfBytes = peerHalfBytes(pm->bytes);
+  L.slotBytes = peerSlotBytes(pm->bytes, L.P);
+  int pieces = 1;
+  if (s0.algo == tacoAlgoFused) {
+    pieces = L.P;
+    for (int j = 0; j < L.P; ++j) {
+      const Range pc = peerPiece(plan, j, s0.chunk);
+      L.pieceOff[j] = pc.off;
+      L.wire[j] = pieceWire(plan.codec, pc.len, s0.dtype);
+    }
+  } else {
+    const Range pc = peerChunk(plan, s0.count, s0.chunk);
+    L.pieceOff[0] = pc.off;
+    L.wire[0] = pieceWire(plan.codec, pc.len, s0.dtype);
+  }
+  peerLaunchInit(L, plan.codec, s0.dtype);
+
+  // Loopback: one launch for the whole world, on rank 0's stream, joined with the others'.
+  cudaStream_t st = c0->streams[s0.stream];
+  for (size_t i = 1; i < n; ++i) {
+    TACO_CUDA_CHECK(cudaEventRecord(comms[i]->peerEvent, comms[i]->streams[steps[i]->stream]));
+    TACO_CUDA_CHECK(cudaStreamWaitEvent(st, comms[i]->peerEvent, 0));
+  }
+  const cudaError_t e = launchPeerAllReduce(L, threadsWanted(plan, L.wire, pieces, s0.dtype), s0.dtype, st);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return setError(tacoUnhandledCudaError, "AllReduce : launching the %s kernel: '%s'", algoName(s0.algo),
+                    cudaGetErrorString(e));
+  }
+  if (n > 1) {
+    TACO_CUDA_CHECK(cudaEventRecord(c0->peerEvent, st));
+    for (size_t i = 1; i < n; ++i)
+      TACO_CUDA_CHECK(cudaStreamWaitEvent(comms[i]->streams[steps[i]->stream], c0->peerEvent, 0));
+  }
+  return tacoSuccess;
+}
+
+tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
+  const int mode = envParams().peerMemory;  // 0 off, 1 on, 2 loopback only (default)
+  tacoComm* c0 = comms[0];
+  if (mode == 0 || c0->nranks < 2 || c0->nranks > kMaxPeerRanks) return tacoSuccess;
+  if (!loopback && mode != 1) {
+    TACO_INFO("peer memory: off for NCCL communicators (TACO_PEER_MEMORY=1 turns the CUDA IPC route on)");
+    return tacoSuccess;
+  }
+  const size_t bytes = peerScratchBytes(c0->config.chunkBytes, c0->nranks);
+  std::vector<PeerMemory*> pms(n, nullptr);
+  if (loopback) TACO_CHECK(peerMemoryCreateLoopback(n, bytes, pms.data()));
+  else TACO_CHECK(peerMemoryCreateIpc(c0->transport, bytes, &pms[0]));
+  const int skip = faultSkipRank();
+  if (skip >= 0) TACO_WARN("TACO_FAULT_SKIP_RANK=%d: rank %d's peer kernels will skip every call (testing)", skip, skip);
+  for (int i = 0; i < n; ++i) {
+    if (pms[i] == nullptr) continue;
+    pms[i]->faultSkipRank = skip;
+    comms[i]->peer = pms[i];
+    comms[i]->workspaceBytes += bytes;
+    TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));
+  }
+  if (pms[0] != nullptr)
+    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank", c0->rank, c0->nranks, pms[0]->route, bytes);
+  return tacoSuccess;
+}
+
+}  // namespace taco

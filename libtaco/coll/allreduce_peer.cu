@@ -1,0 +1,265 @@
+// The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
+// One launch per chunk of the call (coll/peer_plan.h); each launch is one epoch.
+// A launch drives one rank (NCCL / CUDA IPC: one GPU per rank) or every rank of a
+// loopback world (one GPU): CTA group g runs rank localRank[g], ctasPerRank CTAs each.
+//
+// Fused two-shot, rank r, P ranks, pieces = this chunk's part of every shard:
+//   A. for every peer j != r: compress piece j of sendbuff straight into slot r of
+//      rank j's scratch (stores over NVLink); arrive: flag 0 of r at every j.
+//   B. wait for flag 0 of every j; sum in fp32, in rank order, the exact piece r of
+//      sendbuff and the decoded slots j != r (decompress-reduce-compress): the sum is
+//      compressed once into slot r of our scratch, and recvbuff's piece r is decoded
+//      from those bytes; arrive: flag 1 of r at every j.
+//   C. wait for flag 1 of every j; decode every peer's reduced piece from slot j of
+//      rank j's scratch (loads over NVLink) into recvbuff's piece j.
+// The tile functions and the wire layout per piece are the codec kernels' own
+// (codec/device/*.cuh), so the result is the staged two-shot's, bit for bit.
+//
+// One-shot, rank r: A. compress the chunk of sendbuff into slot 0 of our scratch;
+// arrive: flag 0 of r at every rank (ourselves too). B. wait for flag 0 of every
+// rank; decode-accumulate every rank's slot 0 in rank order into recvbuff. Raw
+// one-shot is the same with codec `none` (a copy, then an fp32 sum in rank order).
+//
+// In place is safe: a rank writes recvbuff's pieces j != r only in phase C, after
+// every owner's flag 1, which each owner raises only after every rank's phase A
+// (which reads them); piece r is read and written by the same thread in phase B.
+//
+// Why it cannot deadlock: the launch is cooperative, so all its CTAs are resident
+// together or the launch waits; a CTA only waits on other ranks' CTAs of the same
+// call, which are resident on their own GPU (or in this very launch on loopback).
+// Why it cannot replay stale data: see coll/device/peer_sync.cuh (epochs in device
+// memory, halves by epoch parity: a rank writes a half again two epochs later, and
+// reaching that epoch needs every peer's flags of the epoch in between, raised
+// only after the peer finished reading).
+#include <cuda_runtime.h>
+
+#include "coll/allreduce_peer.h"
+#include "coll/device/peer_sync.cuh"
+#include "codec/device/block_generic.cuh"
+#include "codec/device/element.cuh"
+#include "codec/device/args.h"
+
+namespace taco {
+namespace {
+
+using namespace dev;
+
+__device__ __forceinline__ char* slotOf(const PeerLaunch& L, int owner, int parity, int j) {
+  return L.base[owner] + kDataOffset + (size_t)parity * L.halfBytes + (size_t)j * L.slotBytes;
+}
+
+__device__ __forceinline__ bool aligned16Dev(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+// The codec's kernel arguments for piece `w` (no pointers set).
+__device__ __forceinline__ void setPiece(Args& a, const PieceWire& w) {
+  a.count = w.count;
+  a.nBlocks = w.nBlocks;
+  a.scalesOffset = w.scalesOffset;
+  a.codesEnd = w.codesEnd;
+  a.scalesEnd = w.scalesEnd;
+  a.totalBytes = w.totalBytes;
+  a.in.n = 0;
+  a.x = nullptr;
+  a.y = nullptr;
+  a.out = nullptr;
+  a.streamOut = 0;
+}
+
+struct Who {
+  int rank, cta, ctas;
+  size_t warp, nWarps;
+  int lane;
+};
+
+__device__ __forceinline__ Who who(const PeerLaunch& L) {
+  Who w;
+  const int g = (int)blockIdx.x / L.ctasPerRank;
+  w.rank = L.localRank[g];
+  w.cta = (int)blockIdx.x % L.ctasPerRank;
+  w.ctas = L.ctasPerRank;
+  w.warp = ((size_t)w.cta * blockDim.x + threadIdx.x) >> 5;
+  w.nWarps = ((size_t)w.ctas * blockDim.x) >> 5;
+  w.lane = threadIdx.x & 31;
+  return w;
+}
+
+template <typename T, int FMT>
+__device__ __forceinline__ void compressPiece(Args& a, const Who& w) {
+  const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
+  const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
+  a.vec = aligned16Dev(a.x) && aligned16Dev(a.out);
+  if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  for (size_t tile = w.warp; tile < nTiles; tile += w.nWarps) compressBlockTile<T, FMT>(a, tile * gpw + giw, t, nullptr);
+}
+
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void sumPiece(Args& a, const Who& w) {
+  const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
+  const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
+  bool ok = true;
+  a.vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out);
+  for (int q = 0; q < a.in.n; ++q) {
+    ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+    a.vec = a.vec && aligned16Dev(a.in.ptr[q]);
+  }
+  if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, ok);
+}
+
+template <typename T, int FMT>
+__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
+  const Who w = who(L);
+  const int r = w.rank, P = L.P;
+  if (r == L.skipRank) return;  // fault injection: this rank never arrives
+  const int g = (int)blockIdx.x / L.ctasPerRank;
+  char* const mine = L.base[r];
+  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  const int parity = (int)(epoch & 1);
+  const peer::WaitGuard guard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs};
+  const char* send = static_cast<const char*>(L.send[g]);
+  char* recv = static_cast<char*>(L.recv[g]);
+  const size_t eb = sizeof(T);
+  Args a = L.proto;
+
+  if (L.algo == tacoAlgoFused) {
+    for (int k = 1; k < P; ++k) {  // A. compress the peers' pieces into their scratch
+      const int j = (r + k) % P;
+      if (L.wire[j].count == 0) continue;
+      setPiece(a, L.wire[j]);
+      a.x = send + L.pieceOff[j] * eb;
+      a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, parity, r));
+      compressPiece<T, FMT>(a, w);
+    }
+    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, epoch + 1);
+    if (peer::ctaWaitRanks(mine, 0, P, r, epoch + 1, guard)) {  // B. reduce our piece
+      if (L.wire[r].count > 0) {
+        setPiece(a, L.wire[r]);
+        for (int j = 0; j < P; ++j)
+          if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, parity, j);
+        a.x = send + L.pieceOff[r] * eb;
+        a.y = recv + L.pieceOff[r] * eb;
+        a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, r));
+        sumPiece<T, kReduceCompress, FMT>(a, w);
+      }
+      peer::ctaArrive(L.base, P, r, r, 1, w.ctas, epoch + 1);
+      if (peer::ctaWaitRanks(mine, 1, P, r, epoch + 1, guard)) {  // C. decode the peers' reduced pieces
+        for (int k = 1; k < P; ++k) {
+          const int j = (r + k) % P;
+          if (L.wire[j].count == 0) continue;
+          setPiece(a, L.wire[j]);
+          a.in.ptr[a.in.n++] = slotOf(L, j, parity, j);
+          a.y = recv + L.pieceOff[j] * eb;
+          sumPiece<T, kAccumulate, FMT>(a, w);
+        }
+      }
+    }
+  } else {  // one-shot
+    setPiece(a, L.wire[0]);
+    a.x = send + L.pieceOff[0] * eb;
+    a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, 0));
+    compressPiece<T, FMT>(a, w);
+    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, epoch + 1);
+    if (peer::ctaWaitRanks(mine, 0, P, -1, epoch + 1, guard)) {
+      setPiece(a, L.wire[0]);
+      for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, parity, 0);
+      a.y = recv + L.pieceOff[0] * eb;
+      sumPiece<T, kAccumulate, FMT>(a, w);
+    }
+  }
+  peer::ctaFinish(mine, w.ctas, epoch);
+}
+
+// Raw one-shot: codec none's element path (a copy with a header, then the fp32 sum in rank order).
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L) {
+  const Who w = who(L);
+  const int r = w.rank, P = L.P;
+  if (r == L.skipRank) return;  // fault injection: this rank never arrives
+  const int g = (int)blockIdx.x / L.ctasPerRank;
+  char* const mine = L.base[r];
+  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  const int parity = (int)(epoch & 1);
+  const peer::WaitGuard guard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs};
+  const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
+  Args a = L.proto;
+  setPiece(a, L.wire[0]);
+  a.x = static_cast<const char*>(L.send[g]) + L.pieceOff[0] * sizeof(T);
+  a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, 0));
+  a.vec = aligned16Dev(a.x);
+  elementTiles<T, T, kCompress>(a, tid, nThreads);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, epoch + 1);
+  if (peer::ctaWaitRanks(mine, 0, P, -1, epoch + 1, guard)) {
+    setPiece(a, L.wire[0]);
+    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, parity, 0);
+    a.y = static_cast<char*>(L.recv[g]) + L.pieceOff[0] * sizeof(T);
+    a.vec = aligned16Dev(a.y);
+    elementTiles<T, T, kAccumulate>(a, tid, nThreads);
+  }
+  peer::ctaFinish(mine, w.ctas, epoch);
+}
+
+using PeerKernel = void (*)(const PeerLaunch);
+
+template <typename T>
+PeerKernel peerKernel(int algo, int fmt) {
+  if (algo == tacoAlgoOneShotRaw) return peerRawKernel<T>;
+  switch (fmt) {
+    case kFmtE4M3: return peerBlockKernel<T, kFmtE4M3>;
+    case kFmtE5M2: return peerBlockKernel<T, kFmtE5M2>;
+    case kFmtInt8: return peerBlockKernel<T, kFmtInt8>;
+    case kFmtInt4: return peerBlockKernel<T, kFmtInt4>;
+    default: return nullptr;
+  }
+}
+
+PeerKernel pickKernel(int algo, int fmt, tacoDataType_t dtype) {
+  switch (dtype) {
+    case tacoFloat32: return peerKernel<float>(algo, fmt);
+    case tacoFloat16: return peerKernel<__half>(algo, fmt);
+    case tacoBfloat16: return peerKernel<__nv_bfloat16>(algo, fmt);
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+bool peerCodecSupported(tacoCodec_t codec) {
+  const CodecDesc* d = codecById(codec.id);
+  return d != nullptr && d->blocked && pickKernel(tacoAlgoFused, d->format, tacoFloat32) != nullptr;
+}
+
+void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
+  L.proto = makeArgs(codec, 0, dtype);
+}
+
+cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream) {
+  const CodecDesc* d = codecById(L.proto.k.id);
+  const PeerKernel kernel = pickKernel(L.algo, d != nullptr ? d->format : -1, dtype);
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  // Co-residency bound: every CTA of the launch must fit on the GPU at once.
+  int dev = 0, sms = 0, perSm = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0);
+  if (e != cudaSuccess) return e;
+  const long maxPerRank = (long)sms * perSm / L.nLocal;
+  if (maxPerRank < 1) return cudaErrorCooperativeLaunchTooLarge;
+  // Enough CTAs for the work (a warp per tile of 32 lanes), no more than fit.
+  long want = (long)((workItems + kThreads - 1) / kThreads);
+  if (want < 1) want = 1;
+  PeerLaunch Lc = L;
+  Lc.ctasPerRank = (int)(want < maxPerRank ? want : maxPerRank);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)(Lc.ctasPerRank * L.nLocal));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, Lc);
+}
+
+}  // namespace taco

@@ -1,0 +1,47 @@
+#include "coll/peer_plan.h"
+
+#include "codec/codec.h"
+
+namespace taco {
+
+size_t peerScratchBytes(size_t chunkBytes, int nranks) {
+  size_t half = chunkBytes / 2;
+  const size_t minHalf = (size_t)nranks * 64 * 1024;  // room for a few blocks per slot
+  if (half < minHalf) half = minHalf;
+  half = (half + 255) / 256 * 256;
+  return kDataOffset + 2 * half + kTailBytes;
+}
+
+namespace {
+// The most elements, a multiple of `granule`, whose wire fits in `cap` bytes (at least one granule).
+size_t fitElems(tacoCodec_t codec, tacoDataType_t dtype, size_t granule, size_t cap) {
+  // In granules; no codec takes less than one bit per element, which bounds the search.
+  size_t lo = 1, hi = cap / (granule / 8 > 0 ? granule / 8 : 1) + 1;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo + 1) / 2;
+    if (wireLayout(codec, mid * granule, dtype).totalBytes <= cap) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo * granule;
+}
+}  // namespace
+
+PeerPlan peerPlan(int algo, tacoCodec_t codec, size_t count, tacoDataType_t dtype, int nranks, size_t scratchBytes) {
+  PeerPlan p;
+  p.algo = algo;
+  p.codec = algo == tacoAlgoOneShotRaw ? tacoCodec_t{tacoCodecNone, 0} : codec;
+  p.granule = planGranule(p.codec);
+  if (algo == tacoAlgoFused) {
+    shardPlan(count, nranks, p.granule, p.shard);
+    size_t longest = 0;
+    for (int j = 0; j < nranks; ++j) longest = p.shard[j].len > longest ? p.shard[j].len : longest;
+    p.chunkElems = fitElems(p.codec, dtype, p.granule, peerSlotBytes(scratchBytes, nranks));
+    p.nChunks = chunkCount(longest, p.chunkElems);
+  } else {
+    p.chunkElems = fitElems(p.codec, dtype, p.granule, peerHalfBytes(scratchBytes));
+    p.nChunks = chunkCount(count, p.chunkElems);
+  }
+  return p;
+}
+
+}  // namespace taco

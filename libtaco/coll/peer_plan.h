@@ -1,0 +1,72 @@
+// What the peer-memory AllReduce kernels (fused two-shot, one-shot) keep in each
+// rank's scratch, and how a call is cut into launches (docs/collectives.md, "Peer
+// memory"). Host and device code share these offsets; host tests check them.
+//
+// One rank's scratch, `bytes` long and the same layout on every rank:
+//   [0, kControlBytes)       control words, each on its own 128-byte line:
+//                            the epoch (calls completed), per-phase arrival
+//                            counters, the finish counter, the failed word
+//   [kFlagsOffset, ...)      flags[phase][src], one 32-bit word per 128-byte line,
+//                            written by rank src with release semantics
+//   [kDataOffset, ...)       two halves of data, used by alternate epochs (parity)
+//   [bytes - kTailBytes, bytes)  spare (the IPC route's verification line)
+// A half holds P slots: in two-shot, slot j (j != owner) receives the piece that rank
+// j compressed for this rank, and slot `rank` holds this rank's reduced piece, which
+// the peers read; in one-shot, slot 0 holds this rank's compressed input.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "coll/plan.h"
+#include "taco.h"
+
+namespace taco {
+
+constexpr size_t kPeerLine = 128;
+constexpr int kPeerPhases = 2;            // two-shot: scatter done, reduced piece ready
+constexpr int kPeerMaxRanks = 16;         // = kMaxPeerRanks (transport/peer_memory.h)
+constexpr size_t kCtlEpoch = 0;           // line indices in the control area
+constexpr size_t kCtlArrive = 1;          // + phase
+constexpr size_t kCtlFinish = kCtlArrive + kPeerPhases;
+constexpr size_t kCtlFailed = kCtlFinish + 1;
+constexpr size_t kControlBytes = 16 * kPeerLine;
+constexpr size_t kFlagsOffset = kControlBytes;
+constexpr size_t kFlagsBytes = (size_t)kPeerPhases * kPeerMaxRanks * kPeerLine;
+constexpr size_t kDataOffset = kFlagsOffset + kFlagsBytes;
+constexpr size_t kTailBytes = 256;
+
+// Scratch bytes per rank for a communicator whose chunk is `chunkBytes`: each half
+// holds chunkBytes / 2 of data (the compressed size of a chunk of 16-bit data).
+size_t peerScratchBytes(size_t chunkBytes, int nranks);
+
+// Bytes of one data half of a scratch of `scratchBytes`.
+inline size_t peerHalfBytes(size_t scratchBytes) {
+  return (scratchBytes - kDataOffset - kTailBytes) / 2 / 256 * 256;
+}
+// Bytes of one of the P slots of a half.
+inline size_t peerSlotBytes(size_t scratchBytes, int nranks) {
+  return peerHalfBytes(scratchBytes) / (size_t)nranks / 256 * 256;
+}
+
+// How one AllReduce call is cut into kernel launches (one launch per chunk, one epoch each).
+struct PeerPlan {
+  int algo = 0;             // tacoAlgoFused, tacoAlgoOneShot or tacoAlgoOneShotRaw
+  tacoCodec_t codec{};      // the codec on the wire (none for oneshot-raw)
+  size_t granule = 0;       // block size of the plan
+  size_t chunkElems = 0;    // two-shot: elements of each shard per launch; one-shot: of the buffer
+  size_t nChunks = 0;
+  Range shard[kPeerMaxRanks];  // two-shot: the P shards of the whole buffer
+};
+
+// The plan for `count` elements of `dtype` on P ranks with `scratchBytes` of scratch each.
+// `codec` is the communicator's (ignored for oneshot-raw). Never zero chunks for count > 0.
+PeerPlan peerPlan(int algo, tacoCodec_t codec, size_t count, tacoDataType_t dtype, int nranks,
+                  size_t scratchBytes);
+
+// The piece of shard j in launch `chunk` (two-shot), or the chunk of the buffer (one-shot).
+inline Range peerPiece(const PeerPlan& p, int j, size_t chunk) { return pieceOf(p.shard[j], p.chunkElems, chunk); }
+inline Range peerChunk(const PeerPlan& p, size_t count, size_t chunk) {
+  return pieceOf(Range{0, count}, p.chunkElems, chunk);
+}
+
+}  // namespace taco

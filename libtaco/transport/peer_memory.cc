@@ -1,0 +1,207 @@
+// Peer memory routes: loopback and CUDA IPC (transport/peer_memory.h).
+#include "transport/peer_memory.h"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "transport/transport.h"
+
+namespace taco {
+namespace {
+
+// The two host-mapped words every route needs.
+struct MappedWords {
+  int* host = nullptr;  // [0] abort, [1] status
+  int* dev = nullptr;
+  tacoResult_t alloc() {
+    TACO_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(int), cudaHostAllocMapped));
+    host[0] = host[1] = 0;
+    TACO_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0));
+    return tacoSuccess;
+  }
+  ~MappedWords() {
+    if (host) cudaFreeHost(host);
+  }
+};
+
+void attachWords(PeerMemory* pm, const MappedWords& w) {
+  pm->abortHost = w.host;
+  pm->abortDev = w.dev;
+  pm->statusHost = w.host + 1;
+  pm->statusDev = w.dev + 1;
+}
+
+struct LoopbackOwner {
+  char* mem = nullptr;
+  MappedWords words;
+  ~LoopbackOwner() {
+    if (mem) cudaFree(mem);
+  }
+};
+
+struct IpcOwner {
+  char* mine = nullptr;             // our cudaMalloc
+  std::vector<char*> opened;        // peers' handles we opened
+  MappedWords words;
+  ~IpcOwner() {
+    for (char* p : opened) cudaIpcCloseMemHandle(p);
+    if (mine) cudaFree(mine);
+  }
+};
+
+}  // namespace
+
+tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out) {
+  for (int r = 0; r < nranks; ++r) out[r] = nullptr;
+  if (nranks < 1 || nranks > kMaxPeerRanks) return tacoSuccess;
+  auto owner = std::make_shared<LoopbackOwner>();
+  TACO_CHECK(owner->words.alloc());
+  cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&owner->mem), bytes * nranks);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    owner->mem = nullptr;
+    TACO_WARN("loopback peer memory of %d x %zu bytes could not be allocated ('%s'): fused and one-shot "
+              "AllReduce are off for this world", nranks, bytes, cudaGetErrorString(e));
+    return tacoSuccess;
+  }
+  TACO_CUDA_CHECK(cudaMemset(owner->mem, 0, bytes * nranks));
+  for (int r = 0; r < nranks; ++r) {
+    PeerMemory* pm = new (std::nothrow) PeerMemory();
+    if (pm == nullptr) {
+      for (int q = 0; q < r; ++q) peerMemoryFree(out[q]), out[q] = nullptr;
+      return setError(tacoSystemError, "loopback peer memory: out of host memory");
+    }
+    pm->route = "loopback";
+    pm->rank = r;
+    pm->nranks = nranks;
+    pm->bytes = bytes;
+    for (int q = 0; q < nranks; ++q) pm->base[q] = owner->mem + (size_t)q * bytes;
+    attachWords(pm, owner->words);
+    pm->owner = new std::shared_ptr<LoopbackOwner>(owner);
+    out[r] = pm;
+  }
+  return tacoSuccess;
+}
+
+tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
+  *out = nullptr;
+  const int P = t->nranks(), me = t->rank();
+  if (P < 2 || P > kMaxPeerRanks) {
+    TACO_INFO("peer memory: none (%d ranks; the fused path needs 2..%d)", P, kMaxPeerRanks);
+    return tacoSuccess;
+  }
+  // 1. Same host? CUDA IPC handles only open on the host that made them.
+  struct Who {
+    char host[64];
+    int device;
+    int canMap;
+  } mine{};
+  gethostname(mine.host, sizeof(mine.host) - 1);
+  cudaGetDevice(&mine.device);
+  std::vector<Who> all(P);
+  TACO_CHECK(t->hostAllGather(&mine, all.data(), sizeof(Who)));
+  for (int q = 0; q < P; ++q)
+    if (strncmp(all[q].host, mine.host, sizeof(mine.host)) != 0) {
+      TACO_INFO("peer memory: none (rank %d is on host '%s', rank %d on '%s': the staged path)", me, mine.host,
+                q, all[q].host);
+      return tacoSuccess;
+    }
+  // 2. Allocate, export, exchange.
+  auto owner = std::unique_ptr<IpcOwner>(new IpcOwner());
+  struct Handle {
+    cudaIpcMemHandle_t h;
+    int ok;
+  } hmine{};
+  cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&owner->mine), bytes);
+  if (e == cudaSuccess) e = cudaMemset(owner->mine, 0, bytes);
+  if (e == cudaSuccess) e = cudaIpcGetMemHandle(&hmine.h, owner->mine);
+  hmine.ok = e == cudaSuccess;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    TACO_INFO("peer memory: rank %d could not export %zu bytes of scratch ('%s')", me, bytes, cudaGetErrorString(e));
+  }
+  std::vector<Handle> handles(P);
+  TACO_CHECK(t->hostAllGather(&hmine, handles.data(), sizeof(Handle)));
+  // 3. Open every peer's scratch; write a token into our slot of its verification line.
+  PeerMemory pm;
+  pm.route = "cuda-ipc";
+  pm.rank = me;
+  pm.nranks = P;
+  pm.bytes = bytes;
+  int ok = 1;
+  for (int q = 0; q < P; ++q) ok &= handles[q].ok;
+  for (int q = 0; q < P && ok; ++q) {
+    if (q == me) {
+      pm.base[q] = owner->mine;
+      continue;
+    }
+    void* p = nullptr;
+    e = cudaIpcOpenMemHandle(&p, handles[q].h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      TACO_INFO("peer memory: rank %d cannot open rank %d's scratch ('%s')", me, q, cudaGetErrorString(e));
+      ok = 0;
+      break;
+    }
+    owner->opened.push_back(static_cast<char*>(p));
+    pm.base[q] = static_cast<char*>(p);
+  }
+  // The last 4 * P bytes of every scratch are the verification line: rank q writes
+  // (q + 1) * 0x01010101 into word q of every peer's line.
+  const size_t line = bytes - 4 * (size_t)P;
+  for (int q = 0; q < P && ok; ++q) {
+    const uint32_t token = (uint32_t)(me + 1) * 0x01010101u;
+    if (cudaMemcpy(pm.base[q] + line + 4 * (size_t)me, &token, 4, cudaMemcpyHostToDevice) != cudaSuccess) {
+      (void)cudaGetLastError();
+      ok = 0;
+    }
+  }
+  if (ok && cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError(), ok = 0;
+  // 4. Everyone has written (or failed); each checks its own line, then all agree.
+  std::vector<int> oks(P);
+  TACO_CHECK(t->hostAllGather(&ok, oks.data(), sizeof(int)));
+  for (int q = 0; q < P; ++q) ok &= oks[q];
+  if (ok) {
+    std::vector<uint32_t> got(P);
+    if (cudaMemcpy(got.data(), owner->mine + line, 4 * (size_t)P, cudaMemcpyDeviceToHost) != cudaSuccess) ok = 0;
+    for (int q = 0; q < P && ok; ++q)
+      if (got[q] != (uint32_t)(q + 1) * 0x01010101u) {
+        TACO_INFO("peer memory: rank %d's write never reached rank %d (read %08x): P2P reported but not working",
+                  q, me, got[q]);
+        ok = 0;
+      }
+    cudaMemset(owner->mine + line, 0, 4 * (size_t)P);
+  }
+  TACO_CHECK(t->hostAllGather(&ok, oks.data(), sizeof(int)));
+  for (int q = 0; q < P; ++q) ok &= oks[q];
+  if (!ok) {
+    TACO_INFO("peer memory: none (CUDA IPC check failed on some rank: the staged path)");
+    return tacoSuccess;
+  }
+  TACO_CHECK(owner->words.alloc());
+  PeerMemory* res = new (std::nothrow) PeerMemory(pm);
+  if (res == nullptr) return setError(tacoSystemError, "peer memory: out of host memory");
+  attachWords(res, owner->words);
+  res->owner = owner.release();
+  TACO_INFO("peer memory: cuda-ipc, %d ranks, %zu bytes of scratch per rank", P, bytes);
+  *out = res;
+  return tacoSuccess;
+}
+
+void peerMemoryFree(PeerMemory* pm) {
+  if (pm == nullptr) return;
+  if (strcmp(pm->route, "loopback") == 0)
+    delete static_cast<std::shared_ptr<LoopbackOwner>*>(pm->owner);
+  else
+    delete static_cast<IpcOwner*>(pm->owner);
+  delete pm;
+}
+
+}  // namespace taco

@@ -1,0 +1,52 @@
+// Peer memory: every rank's scratch region mapped into this process, for the
+// kernels that load and store peers' memory directly (fused two-shot and
+// one-shot AllReduce; docs/design.md, "Peer memory"). A transport moves bytes
+// between ranks; peer memory lets a kernel do it itself. It knows nothing about
+// what the scratch holds: the layout (flags, epochs, data slots) is coll's.
+//
+// Routes, tried in this order when a communicator is created:
+//   loopback  every rank's scratch is one allocation on the one GPU;
+//   cuda-ipc  a cudaMalloc'ed scratch per rank, its IPC handle exchanged through
+//             the communicator and opened by every peer on the same host, then
+//             verified by a real write to each peer (P2P can be reported and not work);
+//   none      ranks on several hosts, no P2P, or a failed check: the staged path.
+// The route and the reason for a refusal are logged at INFO.
+#pragma once
+#include <cstddef>
+
+#include "taco.h"
+
+namespace taco {
+
+class Transport;
+
+// Most ranks a peer-memory communicator can have (kernel arguments hold one pointer per rank).
+constexpr int kMaxPeerRanks = 16;
+
+struct PeerMemory {
+  const char* route = "none";   // "loopback" or "cuda-ipc"
+  int rank = 0, nranks = 0;
+  size_t bytes = 0;                   // scratch bytes per rank, the same on every rank
+  char* base[kMaxPeerRanks] = {};     // every rank's scratch as mapped in this process; base[rank] is ours
+  // Host-mapped pinned words, as device pointers (the kernel polls / writes them) and
+  // host pointers (tacoCommAbort sets abort; tacoCommGetAsyncError reads status).
+  int* abortDev = nullptr;
+  volatile int* abortHost = nullptr;
+  int* statusDev = nullptr;
+  volatile int* statusHost = nullptr;
+  int faultSkipRank = -1;  // TACO_FAULT_SKIP_RANK when the memory was created
+  void* owner = nullptr;  // route-specific state, released by peerMemoryFree
+};
+
+// Loopback: one PeerMemory per rank of an n-rank world, sharing one allocation of n * bytes
+// (zeroed) and one abort / status pair (aborting any rank aborts the world's kernels).
+tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out);
+
+// CUDA IPC over a communicator's transport (collective: every rank calls it). Returns
+// tacoSuccess with *out == nullptr when the route is closed (the reason is logged).
+tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out);
+
+// Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised.
+void peerMemoryFree(PeerMemory* pm);
+
+}  // namespace taco

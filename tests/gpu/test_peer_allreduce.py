@@ -1,0 +1,247 @@
+"""The peer-memory AllReduce algorithms (fused two-shot, one-shot, raw one-shot) on the
+loopback transport: bit for bit against the numpy model and against the staged two-shot,
+under CUDA graphs, two worlds at once, and a rank that never arrives (timeout, abort).
+
+Run on a GPU machine:  TACO_LIBRARY=build/libtaco.so pytest -m gpu tests/gpu/test_peer_allreduce.py
+"""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from test_collectives import (BF16, DTYPES, assert_same, block_of, close_all, parts_for, run_group,  # noqa: F401
+                              taco, to_dev, to_host, torch)
+
+pytestmark = pytest.mark.gpu
+
+BLOCK_CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
+PEER_ALGOS = ["fused", "oneshot"]
+
+
+def world(taco, P, codec, algo, **cfg):
+    cfg.setdefault("fallback_bytes", 0)
+    comms = taco.comm.loopback(P, codec=codec, algo=algo, **cfg)
+    return comms
+
+
+def model_algo(algo):
+    return "twoshot" if algo in ("fused", "staged") else algo
+
+
+@pytest.mark.parametrize("inplace", [False, True], ids=["out", "in"])
+@pytest.mark.parametrize("count_kind", ["one", "PB-1"])
+@pytest.mark.parametrize("codec", BLOCK_CODECS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("algo", PEER_ALGOS)
+@pytest.mark.parametrize("P", [2, 3, 4, 8])
+def test_peer_allreduce_matches_model(taco, torch, P, algo, dtype, codec, count_kind, inplace):
+    from taco import reference as ref
+
+    count = 1 if count_kind == "one" else P * block_of(codec) - 1
+    parts = parts_for(P, count, dtype, seed=P * 11 + count)
+    comms = world(taco, P, codec, algo)
+    try:
+        assert comms[0].allreduce_algo(count, dtype) == algo
+        xs = [to_dev(torch, p) for p in parts]
+        outs = run_group(taco, torch, comms, "allreduce", xs, inplace)
+        want = ref.allreduce(parts, codec, algo=model_algo(algo))
+        for r in range(P):
+            assert_same(to_host(torch, outs[r]), want, f"rank {r}")
+    finally:
+        close_all(comms)
+
+
+@pytest.mark.parametrize("count", [1, 777, (1 << 20) + 3])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("P", [2, 3, 4, 8])
+def test_raw_oneshot_matches_model(taco, torch, P, dtype, count):
+    from taco import reference as ref
+
+    parts = parts_for(P, count, dtype, seed=P + count)
+    comms = world(taco, P, "fp8-block", "oneshot-raw")
+    try:
+        outs = run_group(taco, torch, comms, "allreduce", [to_dev(torch, p) for p in parts], False)
+        want = ref.allreduce(parts, codec="fp8-block", algo="oneshot-raw")
+        for r in range(P):
+            assert_same(to_host(torch, outs[r]), want, f"rank {r}")
+    finally:
+        close_all(comms)
+
+
+@pytest.mark.parametrize("codec", ["taco", "fp8-block", "int8-hadamard"])
+@pytest.mark.parametrize("dtype", [BF16, np.dtype(np.float32)], ids=str)
+@pytest.mark.parametrize("P", [2, 3, 4, 8])
+def test_fused_equals_staged_large(taco, torch, P, dtype, codec):
+    """2^27 + 5 elements: several launches (chunks) and both paths' chunk loops; the staged
+    two-shot is the oracle (the numpy model is too slow at this size)."""
+    count = (1 << 27) + 5
+    gen = torch.Generator(device="cuda").manual_seed(P)
+    tdt = torch.bfloat16 if dtype == BF16 else torch.float32
+    xs = [torch.randn(count, device="cuda", generator=gen).to(tdt) for _ in range(P)]
+    got = {}
+    for algo in ("staged", "fused"):
+        comms = world(taco, P, codec, algo)
+        try:
+            outs = run_group(taco, torch, comms, "allreduce", xs, False)
+            got[algo] = outs
+            for r in range(1, P):
+                assert torch.equal(outs[r].view(torch.int16 if tdt == torch.bfloat16 else torch.int32),
+                                   outs[0].view(torch.int16 if tdt == torch.bfloat16 else torch.int32)), algo
+        finally:
+            close_all(comms)
+    iv = torch.int16 if tdt == torch.bfloat16 else torch.int32
+    a, b = got["staged"][0].view(iv), got["fused"][0].view(iv)
+    nan = torch.isnan(got["staged"][0].float()) & torch.isnan(got["fused"][0].float())
+    assert int(((a != b) & ~nan).sum()) == 0
+
+
+def test_oneshot_large_equals_codec_ops(taco, torch):
+    """One-shot at 2^27 + 5 bf16 (several launches): every rank holds the decompress-accumulate
+    of every rank's compressed input, computed by the codec kernels."""
+    P, count, codec = 4, (1 << 27) + 5, "taco"
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    xs = [torch.randn(count, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(P)]
+    wires = [taco.compress(x, codec) for x in xs]
+    want = taco.decompress_accumulate(wires, codec, count, "bfloat16")
+    comms = world(taco, P, codec, "oneshot")
+    try:
+        outs = run_group(taco, torch, comms, "allreduce", xs, True)
+        for r in range(P):
+            assert torch.equal(outs[r].view(torch.int16), want.view(torch.int16)), f"rank {r}"
+    finally:
+        close_all(comms)
+
+
+@pytest.mark.parametrize("algo", ["fused", "oneshot", "oneshot-raw"])
+def test_peer_graph_capture_replays(taco, torch, algo):
+    """Captured once, replayed 100 times: the epochs live in device memory, so every replay
+    is a new call with the right parity (a host counter baked into the graph would hang or
+    read stale halves)."""
+    P, count = 4, 3 * (1 << 20) + 17
+    parts = parts_for(P, count, BF16, seed=21)
+    comms = world(taco, P, "taco", algo, chunk_bytes=1 << 20)  # small scratch: several launches per call
+    try:
+        xs = [to_dev(torch, p) for p in parts]
+        eager = [to_host(torch, o) for o in run_group(taco, torch, comms, "allreduce", xs, False)]
+        outs = [torch.empty_like(x) for x in xs]
+        s = torch.cuda.Stream()
+        g = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g, stream=s):
+            with taco.comm.group():
+                for c, x, o in zip(comms, xs, outs):
+                    c.allreduce(x, out=o, stream=s)
+        for i in range(100):
+            for o in outs:
+                o.zero_()
+            g.replay()
+            if i in (0, 1, 99):
+                torch.cuda.synchronize()
+                for r in range(P):
+                    assert_same(to_host(torch, outs[r]), eager[r], f"replay {i} rank {r}")
+        # and an eager call after the replays still agrees (the epoch moved on in device memory)
+        again = [to_host(torch, o) for o in run_group(taco, torch, comms, "allreduce", xs, False)]
+        for r in range(P):
+            assert_same(again[r], eager[r], f"eager after replays, rank {r}")
+    finally:
+        close_all(comms)
+
+
+def test_two_worlds_two_streams(taco, torch):
+    """Two loopback worlds driven on two streams at once, 20 calls each, interleaved: each
+    launch is cooperative (all its CTAs resident or none), so neither can starve the other."""
+    P, count = 4, (1 << 22) + 9
+    parts = parts_for(P, count, BF16, seed=31)
+    wa = world(taco, P, "fp8-block", "fused", chunk_bytes=1 << 22)
+    wb = world(taco, P, "taco", "oneshot", chunk_bytes=1 << 22)
+    try:
+        xs = [to_dev(torch, p) for p in parts]
+        ea = [to_host(torch, o) for o in run_group(taco, torch, wa, "allreduce", xs, False)]
+        eb = [to_host(torch, o) for o in run_group(taco, torch, wb, "allreduce", xs, False)]
+        sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
+        oa = [torch.empty_like(x) for x in xs]
+        ob = [torch.empty_like(x) for x in xs]
+        torch.cuda.synchronize()
+        for _ in range(20):
+            with taco.comm.group():
+                for c, x, o in zip(wa, xs, oa):
+                    c.allreduce(x, out=o, stream=sa)
+            with taco.comm.group():
+                for c, x, o in zip(wb, xs, ob):
+                    c.allreduce(x, out=o, stream=sb)
+        torch.cuda.synchronize()
+        for r in range(P):
+            assert_same(to_host(torch, oa[r]), ea[r], f"world a rank {r}")
+            assert_same(to_host(torch, ob[r]), eb[r], f"world b rank {r}")
+    finally:
+        close_all(wa)
+        close_all(wb)
+
+
+_HANG_SCRIPT = textwrap.dedent("""
+    import os, sys, threading, time
+    import torch, taco, taco.comm
+    from taco import reference as ref
+    import numpy as np
+    mode = sys.argv[1]
+    P = 3
+    comms = taco.comm.loopback(P, codec="taco", algo="fused", fallback_bytes=0, chunk_bytes=1 << 20)
+    xs = [torch.randn(1 << 20, device="cuda") for _ in range(P)]
+    t0 = time.time()
+    if mode == "abort":
+        threading.Timer(1.0, comms[0].abort).start()
+    with taco.comm.group():
+        outs = [c.allreduce(x) for c, x in zip(comms, xs)]
+    torch.cuda.synchronize()          # returns: the kernel gave up (timeout) or saw the abort
+    waited = time.time() - t0
+    assert waited < 30, waited
+    if mode == "timeout":
+        err = comms[1].async_error()
+        assert err is not None and "Remote" in type(err).__name__, err
+        try:
+            with taco.comm.group():
+                [c.allreduce(x) for c, x in zip(comms, xs)]
+            raise SystemExit("a call after a failed wait did not raise")
+        except taco.TacoError as e:
+            assert "gave up" in str(e) or "aborted" in str(e), e
+    else:
+        time.sleep(1.5)
+        assert comms[0].closed
+    for c in comms:
+        if not c.closed:
+            c.abort()
+    # a new world works (the fault knob is read when a world is created)
+    os.environ.pop("TACO_FAULT_SKIP_RANK", None)
+    comms = taco.comm.loopback(P, codec="taco", algo="fused", fallback_bytes=0)
+    parts = [np.random.default_rng(r).standard_normal(5000).astype(np.float32) for r in range(P)]
+    with taco.comm.group():
+        outs = [c.allreduce(torch.from_numpy(p).cuda()) for c, p in zip(comms, parts)]
+    torch.cuda.synchronize()
+    want = ref.allreduce(parts, "taco")
+    for o in outs:
+        assert np.array_equal(o.cpu().numpy().view(np.uint32), want.view(np.uint32))
+    for c in comms:
+        c.close()
+    print("OK", round(waited, 2))
+""")
+
+
+@pytest.mark.parametrize("mode", ["timeout", "abort"])
+def test_rank_that_never_arrives(tmp_path, mode):
+    """Rank 2 of 3 never arrives (TACO_FAULT_SKIP_RANK): the others give up after
+    TACO_WAIT_TIMEOUT_S (or at once on tacoCommAbort from another thread), the kernel exits
+    cleanly, the error surfaces through the async error query and the next call, and a new
+    world works in the same process (the CUDA context stayed usable)."""
+    _ = pytest.importorskip("torch")
+    script = tmp_path / "hang.py"
+    script.write_text(_HANG_SCRIPT)
+    env = dict(os.environ, TACO_FAULT_SKIP_RANK="2", TACO_WAIT_TIMEOUT_S="2" if mode == "timeout" else "60")
+    t0 = time.time()
+    res = subprocess.run([sys.executable, str(script), mode], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "OK" in res.stdout
+    assert time.time() - t0 < 60
