@@ -239,6 +239,15 @@ def _framework(x: Any) -> str | None:
     return None
 
 
+def _check_byte_order(dt: np.dtype, name: str) -> None:
+    """libtaco reads and writes native (little-endian) elements. A byte-swapped array is
+    refused rather than converted: a converted copy could not serve as an output, and a
+    silent copy of an input would hide a cost the caller did not ask for."""
+    if not dt.isnative:
+        raise _invalid(f"{name}: dtype {dt.str!r} is not in native byte order "
+                       f"(convert with .astype({dt.newbyteorder('=').str!r}))")
+
+
 def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
     """Read pointer, size, element kind, location and stream off `x`.
 
@@ -256,6 +265,7 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
     if fw == "numpy":
         if not x.flags.c_contiguous:
             raise _invalid(f"{name}: array is not C-contiguous (use numpy.ascontiguousarray)")
+        _check_byte_order(x.dtype, name)
         b = Buf(x, x.__array_interface__["data"][0], x.nbytes, x.size, _kind_from_numpy(x.dtype),
                 None, fw, readonly=not x.flags.writeable)
     elif fw == "torch":
@@ -294,6 +304,7 @@ def _describe_cai(x: Any, name: str, stream: int | None) -> tuple[Buf, int | Non
     cai = x.__cuda_array_interface__
     shape = tuple(cai["shape"])
     dt = np.dtype(cai["typestr"])
+    _check_byte_order(dt, name)
     strides = cai.get("strides")
     if cai.get("mask") is not None:
         raise _invalid(f"{name}: masked CUDA arrays are not supported")
