@@ -424,6 +424,21 @@ def check_same_place(bufs: list[tuple[str, Buf]]) -> bool:
     return first.is_device
 
 
+def check_no_overlap(out_name: str, out: Buf, out_bytes: int, in_name: str, other: Buf | None,
+                     other_bytes: int, *, same_ok: bool = False) -> None:
+    """Output `out` must share no byte with `other` (the first `*_bytes` of each are what the
+    call touches); `same_ok`: the two may be the very same range (in-place accumulation).
+    The C functions check this too; checking here names the Python arguments."""
+    if other is None or out_bytes == 0 or other_bytes == 0:
+        return
+    if same_ok and out.ptr == other.ptr and out_bytes == other_bytes:
+        return
+    if out.ptr < other.ptr + other_bytes and other.ptr < out.ptr + out_bytes:
+        raise _invalid(f"{out_name}: overlaps {in_name} (bytes [{out.ptr:#x}, +{out_bytes}) and "
+                       f"[{other.ptr:#x}, +{other_bytes}))" + (f"; only {out_name} is {in_name} is allowed"
+                                                                 if same_ok else ""))
+
+
 # ------------------------------------------------------------------ allocation
 
 

@@ -17,6 +17,7 @@ from ._arrays import (
     Buf,
     alloc,
     check_data,
+    check_no_overlap,
     check_same_place,
     check_writable,
     describe,
@@ -201,6 +202,7 @@ def compress(x: Any, codec: Any = None, *, block: int | None = None, dtype: Any 
     nbytes = compressed_size(c, xb.count, dt)
     out, ob = _wire_out(out, xb, nbytes)
     on_device = check_same_place([("x", xb), ("out", ob)])
+    check_no_overlap("out", ob, nbytes, "x", xb, xb.nbytes)
     if on_device:
         with device_of(xb):
             check(lib.tacoCompress(c, _vp(xb), xb.count, dt, _vp(ob), ob.nbytes, _stream(xb)))
@@ -225,6 +227,7 @@ def decompress(wire: Any, codec: Any, count: int, dtype: Any, *, block: int | No
     dt = taco_dtype(dname)
     out, ob = _data_out(out, wb, int(count), dname)
     on_device = check_same_place([("wire", wb), ("out", ob)])
+    check_no_overlap("out", ob, ob.nbytes, "wire", wb, wb.nbytes)
     if on_device:
         with device_of(wb):
             check(lib.tacoDecompress(c, _vp(wb), wb.nbytes, _vp(ob), ob.count, dt, _stream(wb)))
@@ -255,6 +258,18 @@ def _sum_inputs(wires, codec, block, count, dtype, exact, stream) -> tuple:
     return c, ins, dname, taco_dtype(dname), count, _exact(exact, ins[0], count, dname)
 
 
+def _check_outputs_disjoint(ins: list[Buf], eb: Buf | None, outs: list[tuple[str, Buf, int, bool]]) -> None:
+    """Each output (name, buffer, bytes written, may be exact) shares no byte with the wires,
+    exact or another output; the data output may be `exact` itself (in-place accumulation)."""
+    for k, (name, ob, nbytes, may_be_exact) in enumerate(outs):
+        for i, b in enumerate(ins):
+            check_no_overlap(name, ob, nbytes, f"wires[{i}]", b, b.nbytes)
+        if eb is not None:
+            check_no_overlap(name, ob, nbytes, "exact", eb, eb.nbytes, same_ok=may_be_exact)
+        for other, b2, n2, _ in outs[k + 1:]:
+            check_no_overlap(name, ob, nbytes, other, b2, n2)
+
+
 def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: Any,
                           exact: Any = None, *, block: int | None = None, out: Any = None,
                           stream: Any = None) -> Any:
@@ -268,6 +283,7 @@ def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: A
     if eb is not None:
         places.append(("exact", eb))
     on_device = check_same_place(places)
+    _check_outputs_disjoint(ins, eb, [("out", ob, ob.nbytes, True)])
     ptrs = _pointer_array(ins)
     if on_device:
         with device_of(ins[0]):
@@ -297,6 +313,8 @@ def decompress_reduce_compress(wires: Sequence[Any], codec: Any, count: int, dty
     places = [(f"wires[{i}]", b) for i, b in enumerate(ins)] + [("out", ob)]
     places += [(n, b) for n, b in (("exact", eb), ("y", yb)) if b is not None]
     on_device = check_same_place(places)
+    outs = [("out", ob, nbytes, False)] + ([("y", yb, yb.nbytes, True)] if yb is not None else [])
+    _check_outputs_disjoint(ins, eb, outs)
     ptrs = _pointer_array(ins)
     if on_device:
         with device_of(ins[0]):
