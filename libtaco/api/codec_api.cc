@@ -14,6 +14,10 @@ using namespace taco;
 
 namespace {
 
+// The largest element count the codec functions take: up to it, every byte size
+// (count * 4 data bytes, wireLayout's sums) fits in size_t without wrapping.
+constexpr size_t kMaxCount = SIZE_MAX / 8;
+
 tacoResult_t checkDtype(tacoDataType_t dt, const char* op) {
   TACO_ARG((int)dt >= 0 && (int)dt < tacoNumDataTypes, "%s : datatype %d is not a tacoDataType_t", op, (int)dt);
   return tacoSuccess;
@@ -80,6 +84,7 @@ tacoResult_t checkCommon(const Call& c, tacoCodec_t codec, size_t count, tacoDat
   TACO_CHECK(codecCheck(codec, c.op));
   TACO_CHECK(checkDtype(dt, c.op));
   TACO_ARG(count > 0, "%s : count argument is 0", c.op);
+  TACO_ARG(count <= kMaxCount, "%s : count argument %zu is larger than %zu", c.op, count, kMaxCount);
   return tacoSuccess;
 }
 
@@ -205,6 +210,7 @@ TACO_API tacoResult_t tacoCompressedSize(tacoCodec_t codec, size_t count, tacoDa
   TACO_ARG(bytes != nullptr, "CompressedSize : bytes argument is NULL");
   TACO_CHECK(codecCheck(codec, "CompressedSize"));
   TACO_CHECK(checkDtype(datatype, "CompressedSize"));
+  TACO_ARG(count <= kMaxCount, "CompressedSize : count argument %zu is larger than %zu", count, kMaxCount);
   *bytes = wireBytes(codec, count, datatype);
   return tacoSuccess;
 }

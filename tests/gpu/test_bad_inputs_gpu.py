@@ -88,3 +88,19 @@ def test_c_device_entry_points_check_byte_ranges(cp, lib):
     err(drc(c, ins, 1, WIRE, p(4096), p(8192), WIRE, p(1024 - 512), N, fp32, s), "overlaps inputs[0] argument")
     assert drc(c, ins, 1, WIRE, p(4096), p(8192), WIRE, p(4096), N, fp32, s) == lib.tacoSuccess
     cp.cuda.runtime.deviceSynchronize()
+
+
+@pytest.mark.parametrize("codec", ["taco", "fp8-block", "bf16"])
+def test_header_datatype_byte_not_a_taco_datatype_decodes_to_nan(cp, codec):
+    # The host functions refuse a header whose datatype byte is not a tacoDataType_t
+    # (tests/python/test_bad_inputs.py); the kernels, which cannot return an error, must
+    # write NaN over the output as for any other header mismatch (docs/format.md).
+    x = laplace(4096 + 5)
+    wire = taco.compress(x, codec)
+    for bad in (3, 99):
+        w = wire.copy()
+        w[7] = bad
+        y = cp.asnumpy(taco.decompress(cp.asarray(w), codec, x.size, "float32"))
+        assert np.isnan(y).all(), f"datatype byte {bad} decoded"
+        acc = cp.asnumpy(taco.decompress_accumulate([cp.asarray(wire), cp.asarray(w)], codec, x.size, "float32"))
+        assert np.isnan(acc).all(), f"datatype byte {bad} accumulated"

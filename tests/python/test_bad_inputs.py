@@ -213,3 +213,179 @@ def test_c_reduce_compress_checks_byte_ranges(lib):
     assert rc(out, y) == lib.tacoSuccess
     assert rc(out, f.NULL) == lib.tacoSuccess
     assert rc(out, _p(exact)) == lib.tacoSuccess  # y == exact: in place
+
+
+# ---- codec specs and scalar arguments: one strict parser (tacoCodecFind), one error class
+
+
+@pytest.mark.parametrize("spec", ["taco\0:block=999", "taco\0", "t\u00e4co", "taco:block=\u0662\u0665\u0666"])
+def test_spec_with_nul_or_non_ascii_is_refused(spec):
+    with pytest.raises(taco.InvalidArgumentError, match="codec: spec .* is not a codec spec"):
+        taco.find_codec(spec)
+
+
+@pytest.mark.parametrize("spec", ["taco:block=+256", "taco:block= 256", "taco:block=256 ", "taco:block=0x100",
+                                  "taco:block=-256", "taco:block=", "taco:block=2.5e2", "taco:block=256:block=256"])
+def test_block_in_a_spec_is_decimal_digits_only(spec):
+    with pytest.raises(taco.InvalidArgumentError, match="block size is not a decimal number"):
+        taco.find_codec(spec)
+
+
+@pytest.mark.parametrize("spec", ["taco:block=0", "taco:block=99999999999999999999", "taco:block=2048"])
+def test_block_value_out_of_range_names_the_spec(spec):
+    with pytest.raises(taco.InvalidArgumentError, match=r"spec argument '.*': block size \d+ is not a power of two"):
+        taco.find_codec(spec)
+
+
+def test_spec_names():
+    assert taco.find_codec("taco:block=0128").blockSize == 128  # decimal digits, leading zeros allowed
+    with pytest.raises(taco.InvalidArgumentError, match="has no codec name"):
+        taco.find_codec(":block=128")
+    with pytest.raises(taco.InvalidArgumentError, match="unknown codec"):
+        taco.find_codec("x" * 100)
+    with pytest.raises(taco.InvalidArgumentError, match="unknown codec"):
+        taco.find_codec(" taco")
+
+
+def test_block_keyword_zero_is_refused_like_the_spec():
+    with pytest.raises(taco.InvalidArgumentError, match="block: 0 is not a block size"):
+        taco.find_codec("taco", block=0)
+    with pytest.raises(taco.InvalidArgumentError, match="block: 0 is not a block size"):
+        taco.compress(laplace(256), "taco", block=0)
+    assert taco.find_codec("taco", block=None).blockSize == 256
+
+
+@pytest.mark.parametrize("block", [1 << 40, -(1 << 40), 1 << 31])
+def test_block_keyword_too_large_is_a_taco_error(block):
+    with pytest.raises(taco.InvalidArgumentError, match="block: -?\\d+ is not a power of two"):
+        taco.find_codec("taco", block=block)
+
+
+@pytest.mark.parametrize("block", ["256", 256.0, True])
+def test_block_keyword_must_be_an_integer(block):
+    with pytest.raises(TypeError, match="block: expected an integer"):
+        taco.find_codec("taco", block=block)
+
+
+def test_codec_id_out_of_int_range_is_a_taco_error():
+    with pytest.raises(taco.InvalidArgumentError, match="codec: id"):
+        taco.find_codec(1 << 40)
+
+
+@pytest.mark.parametrize("count", [-1, -(1 << 70), 1 << 64])
+def test_count_out_of_range_is_a_taco_error(count):
+    wire = taco.compress(laplace(256), "taco")
+    with pytest.raises(taco.InvalidArgumentError, match="count: -?\\d+ (is negative|does not fit)"):
+        taco.decompress(wire, "taco", count, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="count: "):
+        taco.decompress_accumulate([wire], "taco", count, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="count: "):
+        taco.decompress_reduce_compress([wire], "taco", count, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="count: "):
+        taco.compressed_size("taco", count, "float32")
+
+
+def test_count_too_large_for_the_byte_arithmetic(lib):
+    # 2^62 elements would wrap size_t in the compressed size: the library refuses it, so the
+    # wire check cannot pass with a small buffer.
+    with pytest.raises(taco.InvalidArgumentError, match="count argument 4611686018427387904 is larger than"):
+        taco.compressed_size("taco", 1 << 62, "float32")
+    wire = taco.compress(laplace(256), "taco")
+    with pytest.raises(taco.InvalidArgumentError, match="count argument .* is larger than"):
+        taco.decompress(wire, "taco", 1 << 62, "float32")
+    f = taco._lib.ffi()
+    y = np.empty(256, np.float32)
+    rc = lib.tacoHostDecompress(taco.find_codec("taco"), _p(wire), wire.size, _p(y), (1 << 64) - 16,
+                                lib.tacoFloat32)
+    assert rc == lib.tacoInvalidArgument
+    assert "count argument" in f.string(lib.tacoGetLastError(f.NULL)).decode()
+
+
+@pytest.mark.parametrize("count", [1.0, "256", None])
+def test_count_must_be_an_integer(count):
+    with pytest.raises(TypeError, match="count: expected an integer"):
+        taco.decompress(taco.compress(laplace(256), "taco"), "taco", count, "float32")
+
+
+def test_count_zero_for_decompress():
+    with pytest.raises(taco.InvalidArgumentError, match="count: 0 is less than 1"):
+        taco.decompress(taco.compress(laplace(256), "taco"), "taco", 0, "float32")
+    assert taco.compressed_size("taco", 0, "float32") == 16  # a size query may ask about 0 elements
+
+
+# ---- wires: a 1-D uint8 array (or bytes-like) of exactly the compressed size; a sane header
+
+
+@pytest.mark.parametrize("codec", ["taco", "int4-block", "none"])
+def test_header_datatype_byte_must_be_a_taco_datatype(codec):
+    from taco import reference as ref
+
+    x = laplace(256)
+    wire = taco.compress(x, codec)
+    for bad in (3, 99, 255):
+        w = wire.copy()
+        w[7] = bad
+        with pytest.raises(taco.InvalidArgumentError, match=f"datatype byte {bad}, which is not a tacoDataType_t"):
+            taco.decompress(w, codec, x.size, "float32")
+        with pytest.raises(taco.InvalidArgumentError, match="not a tacoDataType_t"):
+            taco.decompress_accumulate([wire, w], codec, x.size, "float32")
+        with pytest.raises(taco.InvalidArgumentError, match="not a tacoDataType_t"):
+            taco.decompress_reduce_compress([w], codec, x.size, "float32")
+        with pytest.raises(ValueError, match="not a tacoDataType_t"):
+            ref.decompress(w, codec, x.size, np.float32)
+
+
+def test_wire_must_be_uint8():
+    wire = taco.compress(laplace(256), "taco")
+    for view, kind in ((wire.view(np.float32), "float32"), (wire.view(np.int8), "int8"),
+                       (wire.view(np.uint16), "raw16")):
+        with pytest.raises(taco.InvalidArgumentError, match=f"wire: element type {kind} is not a compressed buffer"):
+            taco.decompress(view, "taco", 256, "float32")
+        with pytest.raises(taco.InvalidArgumentError, match=rf"wires\[0\]: element type {kind}"):
+            taco.decompress_accumulate([view], "taco", 256, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="out: element type float32 is not a compressed buffer"):
+        taco.compress(laplace(256), "taco", out=np.empty(wire.size // 4, np.float32))
+
+
+def test_wire_must_be_one_dimensional():
+    wire = taco.compress(laplace(256), "taco")
+    with pytest.raises(taco.InvalidArgumentError, match="wire: has 2 dimensions"):
+        taco.decompress(wire.reshape(-1, 16), "taco", 256, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="wire: has 0 dimensions"):
+        taco.decompress(np.array(0, np.uint8), "taco", 256, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=r"out: has 2 dimensions"):
+        taco.compress(laplace(256), "taco", out=np.empty((wire.size // 16, 16), np.uint8))
+
+
+def test_input_wire_is_exactly_the_compressed_size():
+    x = laplace(256)
+    wire = taco.compress(x, "taco")
+    longer = np.concatenate([wire, np.zeros(16, np.uint8)])
+    with pytest.raises(taco.InvalidArgumentError, match="wire: is 304 bytes, but 256 float32 elements of codec "
+                                                        r"'taco' \(block 256\) compress to exactly 288"):
+        taco.decompress(longer, "taco", x.size, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=r"wires\[1\]: is 304 bytes"):
+        taco.decompress_accumulate([wire, longer], "taco", x.size, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=r"wires\[0\]: is 272 bytes"):
+        taco.decompress_reduce_compress([wire[:-16]], "taco", x.size, "float32")
+    # an output wire may be a larger capacity buffer: only the compressed size is written
+    cap = np.full(wire.size + 32, 0xAB, np.uint8)
+    assert taco.compress(x, "taco", out=cap) is cap
+    assert np.array_equal(cap[:wire.size], wire) and np.all(cap[wire.size:] == 0xAB)
+
+
+def test_bytes_like_wires():
+    x = laplace(256)
+    wire = taco.compress(x, "taco")
+    y = taco.decompress(wire, "taco", x.size, "float32")
+    for form in (wire.tobytes(), bytearray(wire.tobytes()), memoryview(wire.tobytes())):
+        assert np.array_equal(taco.decompress(form, "taco", x.size, "float32"), y)
+        assert np.array_equal(taco.decompress_accumulate([form], "taco", x.size, "float32"), y)
+    out = bytearray(wire.size)
+    assert taco.compress(x, "taco", out=out) is out and bytes(out) == wire.tobytes()
+    with pytest.raises(taco.InvalidArgumentError, match="out: array is read-only"):
+        taco.compress(x, "taco", out=bytes(wire.size))
+    with pytest.raises(taco.InvalidArgumentError, match="wire: memoryview of format 'f'"):
+        taco.decompress(memoryview(wire.view(np.float32)), "taco", x.size, "float32")
+    with pytest.raises(TypeError, match="got one array"):
+        taco.decompress_accumulate(wire.tobytes(), "taco", x.size, "float32")
