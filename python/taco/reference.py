@@ -59,10 +59,10 @@ _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(ml_dtypes.
 
 class _Codec:
     def __init__(self, spec: str, block: int | None):
-        name, _, rest = spec.partition(":")
+        name, colon, rest = spec.partition(":")
         if name not in CODECS:
             raise ValueError(f"codec argument {spec!r}: unknown codec {name!r}")
-        if rest:
+        if colon:
             digits = rest[len("block="):]
             if not rest.startswith("block=") or not (digits.isascii() and digits.isdigit()):
                 raise ValueError(f"codec argument {spec!r}: expected ':block=N' (N decimal digits)")
