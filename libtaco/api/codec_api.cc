@@ -14,6 +14,10 @@ using namespace taco;
 
 namespace {
 
+// The largest element count the codec functions take: up to it, every byte size
+// (count * 4 data bytes, wireLayout's sums) fits in size_t without wrapping.
+constexpr size_t kMaxCount = SIZE_MAX / 8;
+
 tacoResult_t checkDtype(tacoDataType_t dt, const char* op) {
   TACO_ARG((int)dt >= 0 && (int)dt < tacoNumDataTypes, "%s : datatype %d is not a tacoDataType_t", op, (int)dt);
   return tacoSuccess;
@@ -59,10 +63,28 @@ tacoResult_t checkWire(const Call& c, const void* p, size_t have, size_t need, c
   return tacoSuccess;
 }
 
+// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte.
+bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  if (a == nullptr || b == nullptr || aBytes == 0 || bBytes == 0) return false;
+  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  return pa < pb ? pb - pa < aBytes : pa - pb < bBytes;
+}
+
+// An output must not share a byte with anything else the call reads or writes: the kernels
+// read and write in parallel, so an overlap gives wrong values rather than an error.
+tacoResult_t checkNoOverlap(const Call& c, const void* out, size_t outBytes, const char* outArg, const void* other,
+                            size_t otherBytes, const char* otherArg) {
+  TACO_ARG(!rangesOverlap(out, outBytes, other, otherBytes),
+           "%s : %s argument [%p, +%zu bytes) overlaps %s argument [%p, +%zu bytes)", c.op, outArg, out, outBytes,
+           otherArg, other, otherBytes);
+  return tacoSuccess;
+}
+
 tacoResult_t checkCommon(const Call& c, tacoCodec_t codec, size_t count, tacoDataType_t dt) {
   TACO_CHECK(codecCheck(codec, c.op));
   TACO_CHECK(checkDtype(dt, c.op));
   TACO_ARG(count > 0, "%s : count argument is 0", c.op);
+  TACO_ARG(count <= kMaxCount, "%s : count argument %zu is larger than %zu", c.op, count, kMaxCount);
   return tacoSuccess;
 }
 
@@ -92,7 +114,9 @@ tacoResult_t compressImpl(const Call& c, tacoCodec_t codec, const void* x, size_
                           void* out, size_t outBytes, tacoStream_t stream) {
   TACO_CHECK(checkCommon(c, codec, count, dt));
   TACO_CHECK(checkData(c, x, dt, "x"));
-  TACO_CHECK(checkWire(c, out, outBytes, wireBytes(codec, count, dt), "out", "outBytes"));
+  const size_t need = wireBytes(codec, count, dt);
+  TACO_CHECK(checkWire(c, out, outBytes, need, "out", "outBytes"));
+  TACO_CHECK(checkNoOverlap(c, out, need, "out", x, count * dtypeBytes(dt), "x"));
   if (!c.device) return hostCompress(codec, x, count, dt, out);
   return cudaResult(launchCompress(codec, x, count, dt, out, stream), c.op);
 }
@@ -100,8 +124,10 @@ tacoResult_t compressImpl(const Call& c, tacoCodec_t codec, const void* x, size_
 tacoResult_t decompressImpl(const Call& c, tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
                             tacoDataType_t dt, tacoStream_t stream) {
   TACO_CHECK(checkCommon(c, codec, count, dt));
-  TACO_CHECK(checkWire(c, in, inBytes, wireBytes(codec, count, dt), "in", "inBytes"));
+  const size_t need = wireBytes(codec, count, dt);
+  TACO_CHECK(checkWire(c, in, inBytes, need, "in", "inBytes"));
   TACO_CHECK(checkData(c, y, dt, "y"));
+  TACO_CHECK(checkNoOverlap(c, y, count * dtypeBytes(dt), "y", in, need, "in"));
   if (!c.device) return hostDecompress(codec, in, y, count, dt);
   return cudaResult(launchDecompress(codec, in, y, count, dt, stream), c.op);
 }
@@ -114,13 +140,26 @@ tacoResult_t accumulateImpl(const Call& c, tacoCodec_t codec, const void* const*
   AccumInputs acc;
   TACO_CHECK(checkInputs(c, inputs, nInputs, inBytes, need, &acc));
   if (exact != nullptr) TACO_CHECK(checkData(c, exact, dt, "exact"));
+  const size_t dataBytes = count * dtypeBytes(dt);
   if (reduceCompress) {
     TACO_CHECK(checkWire(c, out, outBytes, need, "out", "outBytes"));
     if (y != nullptr) TACO_CHECK(checkData(c, y, dt, "y"));
-    for (int q = 0; q < nInputs; ++q)
-      TACO_ARG(inputs[q] != out, "%s : out argument aliases inputs[%d]", c.op, q);
+    TACO_CHECK(checkNoOverlap(c, out, need, "out", exact, dataBytes, "exact"));
+    TACO_CHECK(checkNoOverlap(c, out, need, "out", y, dataBytes, "y"));
   } else {
     TACO_CHECK(checkData(c, y, dt, "y"));
+  }
+  // y == exact is the documented in-place accumulation (each element of exact is read
+  // before the same element of y is written); any other overlap is not.
+  TACO_ARG(y == exact || !rangesOverlap(y, dataBytes, exact, dataBytes),
+           "%s : y argument [%p, +%zu bytes) partially overlaps exact argument [%p, +%zu bytes) (only y == exact "
+           "is allowed)",
+           c.op, y, dataBytes, exact, dataBytes);
+  for (int q = 0; q < nInputs; ++q) {
+    char name[32];
+    snprintf(name, sizeof(name), "inputs[%d]", q);
+    if (reduceCompress) TACO_CHECK(checkNoOverlap(c, out, need, "out", inputs[q], need, name));
+    TACO_CHECK(checkNoOverlap(c, y, dataBytes, "y", inputs[q], need, name));
   }
   if (!c.device) {
     return reduceCompress ? hostDecompressReduceCompress(codec, acc, exact, out, y, count, dt)
@@ -171,6 +210,7 @@ TACO_API tacoResult_t tacoCompressedSize(tacoCodec_t codec, size_t count, tacoDa
   TACO_ARG(bytes != nullptr, "CompressedSize : bytes argument is NULL");
   TACO_CHECK(codecCheck(codec, "CompressedSize"));
   TACO_CHECK(checkDtype(datatype, "CompressedSize"));
+  TACO_ARG(count <= kMaxCount, "CompressedSize : count argument %zu is larger than %zu", count, kMaxCount);
   *bytes = wireBytes(codec, count, datatype);
   return tacoSuccess;
 }

@@ -77,6 +77,8 @@ tacoResult_t checkHeader(const uint8_t* in, int q, tacoCodec_t codec, const Host
            q, hd.formatVersion, h.d->formatVersion);
   TACO_ARG(hd.log2Block == (h.d->blocked ? h.log2B : 0), "%s : input %d has block size %d, expected %d", op, q,
            1 << hd.log2Block, h.B);
+  TACO_ARG(hd.dtype < tacoNumDataTypes, "%s : input %d has datatype byte %d, which is not a tacoDataType_t", op, q,
+           hd.dtype);
   TACO_ARG(hd.count == count, "%s : input %d holds %llu elements, count is %zu", op, q,
            (unsigned long long)hd.count, count);
   TACO_ARG(h.d->format != kFmtRaw || hd.dtype == dt,

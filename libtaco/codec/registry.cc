@@ -55,8 +55,9 @@ tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, 
   char name[64];
   const char* colon = strchr(spec, ':');
   const size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-  TACO_ARG(len > 0 && len < sizeof(name), "%s : %s argument '%s' has no codec name (name[:block=N])", what, arg,
-           spec);
+  TACO_ARG(len > 0, "%s : %s argument '%s' has no codec name (name[:block=N])", what, arg, spec);
+  TACO_ARG(len < sizeof(name), "%s : %s argument '%s': unknown codec (the name is %zu characters long)", what, arg,
+           spec, len);
   memcpy(name, spec, len);
   name[len] = '\0';
   const CodecDesc* d = codecByName(name);
@@ -70,10 +71,17 @@ tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, 
     TACO_ARG(strncmp(opt, "block=", 6) == 0, "%s : %s argument '%s': expected ':block=N' after the name", what,
              arg, spec);
     TACO_ARG(d->blocked, "%s : %s argument '%s': codec '%s' has no block size", what, arg, spec, d->name);
-    char* end = nullptr;
-    const long b = strtol(opt + 6, &end, 10);
-    TACO_ARG(end != opt + 6 && *end == '\0' && b > 0 && b <= (1 << 20),
-             "%s : %s argument '%s': block size is not a positive integer", what, arg, spec);
+    // Digits only: no sign, no space, no base prefix (strtol would take "+256" and " 256").
+    const char* digits = opt + 6;
+    const char* end = digits;
+    long b = 0;
+    for (; *end >= '0' && *end <= '9'; ++end)
+      if (b <= TACO_MAX_BLOCK) b = b * 10 + (*end - '0');
+    TACO_ARG(end != digits && *end == '\0', "%s : %s argument '%s': block size is not a decimal number", what,
+             arg, spec);
+    TACO_ARG(b >= TACO_MIN_BLOCK && b <= TACO_MAX_BLOCK && (b & (b - 1)) == 0,
+             "%s : %s argument '%s': block size %s is not a power of two in [%d, %d]", what, arg, spec, digits,
+             TACO_MIN_BLOCK, TACO_MAX_BLOCK);
     c.blockSize = (int)b;
   }
   TACO_CHECK(codecCheck(c, what));

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,6 +219,7 @@ class Buf:
     stream: int | None = None  # the stream the call runs on (device only)
     readonly: bool = False
     keepalive: list = field(default_factory=list)
+    ndim: int = 1
 
     @property
     def is_device(self) -> bool:
@@ -239,6 +241,15 @@ def _framework(x: Any) -> str | None:
     return None
 
 
+def _check_byte_order(dt: np.dtype, name: str) -> None:
+    """libtaco reads and writes native (little-endian) elements. A byte-swapped array is
+    refused rather than converted: a converted copy could not serve as an output, and a
+    silent copy of an input would hide a cost the caller did not ask for."""
+    if not dt.isnative:
+        raise _invalid(f"{name}: dtype {dt.str!r} is not in native byte order "
+                       f"(convert with .astype({dt.newbyteorder('=').str!r}))")
+
+
 def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
     """Read pointer, size, element kind, location and stream off `x`.
 
@@ -256,8 +267,9 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
     if fw == "numpy":
         if not x.flags.c_contiguous:
             raise _invalid(f"{name}: array is not C-contiguous (use numpy.ascontiguousarray)")
+        _check_byte_order(x.dtype, name)
         b = Buf(x, x.__array_interface__["data"][0], x.nbytes, x.size, _kind_from_numpy(x.dtype),
-                None, fw, readonly=not x.flags.writeable)
+                None, fw, readonly=not x.flags.writeable, ndim=x.ndim)
     elif fw == "torch":
         if not x.is_contiguous():
             raise _invalid(f"{name}: tensor is not contiguous (use .contiguous())")
@@ -267,7 +279,7 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
 
             dev = torch.cuda.current_device()
         b = Buf(x, x.data_ptr(), x.numel() * x.element_size(), x.numel(), _kind_from_torch(x.dtype),
-                dev, fw)
+                dev, fw, ndim=x.dim())
         if b.is_device and stream is None:
             import torch
 
@@ -275,7 +287,7 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
     elif fw == "cupy":
         if not x.flags.c_contiguous:
             raise _invalid(f"{name}: array is not C-contiguous (use cupy.ascontiguousarray)")
-        b = Buf(x, x.data.ptr, x.nbytes, x.size, _kind_from_numpy(x.dtype), x.device.id, fw)
+        b = Buf(x, x.data.ptr, x.nbytes, x.size, _kind_from_numpy(x.dtype), x.device.id, fw, ndim=x.ndim)
         if stream is None:
             import cupy
 
@@ -290,10 +302,47 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
     return b
 
 
+def describe_wire(x: Any, name: str, *, stream: int | None = None) -> Buf:
+    """A compressed buffer: a 1-D uint8 array (any framework `describe` takes), or a bytes-like
+    object (bytes, bytearray, a 1-D memoryview of bytes) in host memory. Any other element type
+    or shape is refused by name: a float32 or 2-D view of wire bytes is a mistake, not a wire."""
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        m = memoryview(x)
+        if m.format not in ("B", "b", "c") or m.ndim != 1:
+            raise _invalid(f"{name}: memoryview of format {m.format!r} and {m.ndim} dimensions is not a "
+                           f"compressed buffer (1-D bytes)")
+        if not m.contiguous:
+            raise _invalid(f"{name}: memoryview is not contiguous")
+        b = describe(np.frombuffer(m, np.uint8), name, stream=stream)  # a view, writable when m is
+        b.keepalive.append(b.obj)
+        b.obj = x
+        return b
+    b = describe(x, name, stream=stream)
+    if b.kind != "uint8":
+        raise _invalid(f"{name}: element type {b.kind} is not a compressed buffer (a 1-D uint8 array or a "
+                       f"bytes-like object)")
+    if b.ndim != 1:
+        raise _invalid(f"{name}: has {b.ndim} dimensions; a compressed buffer is a 1-D uint8 array")
+    return b
+
+
+def check_count(count: Any, name: str = "count", minimum: int = 1) -> int:
+    """`count` as an int in [minimum, 2^64): an element count for the C API (size_t)."""
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+        raise TypeError(f"{name}: expected an integer, got {type(count).__name__}")
+    n = int(count)
+    if n < minimum:
+        raise _invalid(f"{name}: {n} is " + ("negative" if n < 0 else f"less than {minimum}"))
+    if n >= 1 << 64:
+        raise _invalid(f"{name}: {n} does not fit in size_t")
+    return n
+
+
 def _describe_cai(x: Any, name: str, stream: int | None) -> tuple[Buf, int | None]:
     cai = x.__cuda_array_interface__
     shape = tuple(cai["shape"])
     dt = np.dtype(cai["typestr"])
+    _check_byte_order(dt, name)
     strides = cai.get("strides")
     if cai.get("mask") is not None:
         raise _invalid(f"{name}: masked CUDA arrays are not supported")
@@ -304,7 +353,7 @@ def _describe_cai(x: Any, name: str, stream: int | None) -> tuple[Buf, int | Non
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     ptr, readonly = cai["data"]
     b = Buf(x, int(ptr or 0), count * dt.itemsize, count, _kind_from_numpy(dt), _current_device(),
-            "cai", readonly=bool(readonly))
+            "cai", readonly=bool(readonly), ndim=len(shape))
     producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
     if producer is not None:
         if producer == 0:
@@ -361,7 +410,7 @@ def _describe_dlpack(x: Any, name: str, stream: int | None) -> tuple[Buf, int | 
     isz = (t.dtype.bits * t.dtype.lanes + 7) // 8
     ptr = int(f.cast("uintptr_t", t.data)) + int(t.byte_offset)
     b = Buf(x, ptr, count * isz, count, kind, dev_id if on_device else None, "dlpack",
-            readonly=readonly, keepalive=[capsule])  # the capsule owns the memory view
+            readonly=readonly, keepalive=[capsule], ndim=ndim)  # the capsule owns the memory view
     return b, stream
 
 
@@ -411,6 +460,21 @@ def check_same_place(bufs: list[tuple[str, Buf]]) -> bool:
         if b.is_device and b.device != first.device:
             raise _invalid(f"{name}: is on CUDA device {b.device} but {first_name} is on {first.device}")
     return first.is_device
+
+
+def check_no_overlap(out_name: str, out: Buf, out_bytes: int, in_name: str, other: Buf | None,
+                     other_bytes: int, *, same_ok: bool = False) -> None:
+    """Output `out` must share no byte with `other` (the first `*_bytes` of each are what the
+    call touches); `same_ok`: the two may be the very same range (in-place accumulation).
+    The C functions check this too; checking here names the Python arguments."""
+    if other is None or out_bytes == 0 or other_bytes == 0:
+        return
+    if same_ok and out.ptr == other.ptr and out_bytes == other_bytes:
+        return
+    if out.ptr < other.ptr + other_bytes and other.ptr < out.ptr + out_bytes:
+        raise _invalid(f"{out_name}: overlaps {in_name} (bytes [{out.ptr:#x}, +{out_bytes}) and "
+                       f"[{other.ptr:#x}, +{other_bytes}))" + (f"; only {out_name} is {in_name} is allowed"
+                                                                 if same_ok else ""))
 
 
 # ------------------------------------------------------------------ allocation

@@ -10,16 +10,20 @@ uint8 arrays whose size is compressed_size(codec, count, dtype).
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Sequence
 
 from . import _lib
 from ._arrays import (
     Buf,
     alloc,
+    check_count,
     check_data,
+    check_no_overlap,
     check_same_place,
     check_writable,
     describe,
+    describe_wire,
     device_of,
     dtype_name,
     stream_handle,
@@ -57,25 +61,51 @@ def default_codec() -> str:
     raise RuntimeError("libtaco's parameter table has no TACO_CODEC")  # cannot happen with a matching library
 
 
+def _check_block(block: Any) -> int | None:
+    """`block=`: None (the spec's or the codec's default) or a block size. 0 is refused, as
+    ':block=0' is in a spec; the C function validates the value itself."""
+    if block is None:
+        return None
+    if isinstance(block, bool) or not isinstance(block, numbers.Integral):
+        raise TypeError(f"block: expected an integer or None, got {type(block).__name__}")
+    b = int(block)
+    if b == 0:
+        raise _invalid("block: 0 is not a block size (leave block out, or pass None, for the default)")
+    if not -(1 << 31) <= b < 1 << 31:
+        raise _invalid(f"block: {b} is not a power of two in [32, 1024]")
+    return b
+
+
+def _spec_bytes(spec: str) -> bytes:
+    """The spec as the C string tacoCodecFind parses. A NUL would end that string early
+    ("taco<NUL>:block=999" would read as "taco"), so it is refused, as is non-ASCII text."""
+    if "\0" in spec or not spec.isascii():
+        raise _invalid(f"codec: spec {spec!r} is not a codec spec (ASCII name[:block=N], no NUL)")
+    return spec.encode("ascii")
+
+
 def find_codec(codec: Any = None, block: int | None = None):
     """The tacoCodec_t (a cffi struct, by value) for a spec string, a codec id,
     or an existing tacoCodec_t (None: default_codec()); `block` overrides the block size."""
     f, lib = _lib.ffi(), _lib.lib()
     c = f.new("tacoCodec_t*")
+    block = _check_block(block)
     if codec is None:
         codec = default_codec()
     if isinstance(codec, str):
-        check(lib.tacoCodecFind(codec.encode(), c))
-        if block is not None and ":block=" in codec and int(block) != c.blockSize:
+        check(lib.tacoCodecFind(_spec_bytes(codec), c))
+        if block is not None and ":block=" in codec and block != c.blockSize:
             raise _invalid(f"codec: spec {codec!r} and block={block} disagree on the block size")
     elif isinstance(codec, f.CData) and f.typeof(codec) is f.typeof("tacoCodec_t"):
         c[0] = codec
-    elif isinstance(codec, int) and not isinstance(codec, bool):
-        check(lib.tacoCodecFromId(codec, 0, c))
+    elif isinstance(codec, numbers.Integral) and not isinstance(codec, bool):
+        if not -(1 << 31) <= int(codec) < 1 << 31:
+            raise _invalid(f"codec: id {int(codec)} is not a known codec")
+        check(lib.tacoCodecFromId(int(codec), 0, c))
     else:
         raise TypeError(f"codec: expected a spec string or a codec id, got {type(codec).__name__}")
     if block is not None:
-        check(lib.tacoCodecFromId(c.id, int(block), c))
+        check(lib.tacoCodecFromId(c.id, block, c))
     return c[0]
 
 
@@ -117,7 +147,7 @@ def compressed_size(codec: Any, count: int, dtype: Any, *, block: int | None = N
     """Bytes that compressing `count` elements of `dtype` takes, header included."""
     f, lib = _lib.ffi(), _lib.lib()
     out = f.new("size_t*")
-    check(lib.tacoCompressedSize(find_codec(codec, block), int(count), taco_dtype(dtype), out))
+    check(lib.tacoCompressedSize(find_codec(codec, block), check_count(count, minimum=0), taco_dtype(dtype), out))
     return int(out[0])
 
 
@@ -151,25 +181,35 @@ def _data_out(out: Any, like: Buf, count: int, dname: str, name: str = "out") ->
 
 
 def _wire_out(out: Any, like: Buf, nbytes: int, name: str = "out") -> tuple[Any, Buf]:
-    """Allocate (or validate the user's) compressed output of at least `nbytes`."""
+    """Allocate (or validate the user's) compressed output of at least `nbytes` (a larger
+    `out` is a capacity: only its first `nbytes` are written)."""
     if out is None:
         out = alloc(like, nbytes, None, name)
-    ob = describe(out, name, stream=like.stream)
+    ob = describe_wire(out, name, stream=like.stream)
     check_writable(ob, name)
     return out, ob
 
 
-def _inputs(wires: Sequence[Any], stream: int | None) -> list[Buf]:
-    if hasattr(wires, "__cuda_array_interface__") or hasattr(wires, "__dlpack__") or hasattr(wires, "__array_interface__"):
+def _check_wire_size(b: Buf, name: str, c, count: int, dname: str) -> None:
+    """An input wire is exactly compressed_size bytes: trailing bytes would mean the caller
+    holds something other than what it names (another count, codec or a concatenation)."""
+    need = compressed_size(c, count, dname)
+    if b.nbytes != need:
+        raise _invalid(f"{name}: is {b.nbytes} bytes, but {count} {dname} elements of codec "
+                       f"'{_info(c)['name']}' (block {c.blockSize}) compress to exactly {need}")
+
+
+def _inputs(wires: Sequence[Any], stream: int | None, c, count: int, dname: str) -> list[Buf]:
+    if (hasattr(wires, "__cuda_array_interface__") or hasattr(wires, "__dlpack__")
+            or hasattr(wires, "__array_interface__") or isinstance(wires, (bytes, bytearray, memoryview))):
         raise TypeError("wires: expected a sequence of compressed buffers (e.g. a list), got one array")
     wires = list(wires)
     if not wires:
         raise _invalid("wires: no compressed inputs given")
-    bufs = [describe(wires[0], "wires[0]", stream=stream)]
-    bufs += [describe(w, f"wires[{i}]", stream=bufs[0].stream) for i, w in enumerate(wires[1:], 1)]
-    for i, b in enumerate(bufs[1:], 1):
-        if b.nbytes != bufs[0].nbytes:
-            raise _invalid(f"wires[{i}]: is {b.nbytes} bytes but wires[0] is {bufs[0].nbytes}")
+    bufs = [describe_wire(wires[0], "wires[0]", stream=stream)]
+    bufs += [describe_wire(w, f"wires[{i}]", stream=bufs[0].stream) for i, w in enumerate(wires[1:], 1)]
+    for i, b in enumerate(bufs):
+        _check_wire_size(b, f"wires[{i}]", c, count, dname)
     return bufs
 
 
@@ -201,6 +241,7 @@ def compress(x: Any, codec: Any = None, *, block: int | None = None, dtype: Any 
     nbytes = compressed_size(c, xb.count, dt)
     out, ob = _wire_out(out, xb, nbytes)
     on_device = check_same_place([("x", xb), ("out", ob)])
+    check_no_overlap("out", ob, nbytes, "x", xb, xb.nbytes)
     if on_device:
         with device_of(xb):
             check(lib.tacoCompress(c, _vp(xb), xb.count, dt, _vp(ob), ob.nbytes, _stream(xb)))
@@ -219,12 +260,15 @@ def decompress(wire: Any, codec: Any, count: int, dtype: Any, *, block: int | No
     lib = _lib.lib()
     c = find_codec(codec, block)
     s = stream_handle(stream)
-    wb = describe(wire, "wire", stream=s)
-    _resolve_stream(wb, s, "wire")
+    count = check_count(count)
     dname = dtype_name(dtype)
     dt = taco_dtype(dname)
-    out, ob = _data_out(out, wb, int(count), dname)
+    wb = describe_wire(wire, "wire", stream=s)
+    _resolve_stream(wb, s, "wire")
+    _check_wire_size(wb, "wire", c, count, dname)
+    out, ob = _data_out(out, wb, count, dname)
     on_device = check_same_place([("wire", wb), ("out", ob)])
+    check_no_overlap("out", ob, ob.nbytes, "wire", wb, wb.nbytes)
     if on_device:
         with device_of(wb):
             check(lib.tacoDecompress(c, _vp(wb), wb.nbytes, _vp(ob), ob.count, dt, _stream(wb)))
@@ -248,11 +292,23 @@ def _sum_inputs(wires, codec, block, count, dtype, exact, stream) -> tuple:
     (codec, wire buffers, dtype name, taco dtype, count, exact buffer or None)."""
     c = find_codec(codec, block)
     s = stream_handle(stream)
-    ins = _inputs(wires, s)
-    _resolve_stream(ins[0], s, "wires[0]")
+    count = check_count(count)
     dname = dtype_name(dtype)
-    count = int(count)
+    ins = _inputs(wires, s, c, count, dname)
+    _resolve_stream(ins[0], s, "wires[0]")
     return c, ins, dname, taco_dtype(dname), count, _exact(exact, ins[0], count, dname)
+
+
+def _check_outputs_disjoint(ins: list[Buf], eb: Buf | None, outs: list[tuple[str, Buf, int, bool]]) -> None:
+    """Each output (name, buffer, bytes written, may be exact) shares no byte with the wires,
+    exact or another output; the data output may be `exact` itself (in-place accumulation)."""
+    for k, (name, ob, nbytes, may_be_exact) in enumerate(outs):
+        for i, b in enumerate(ins):
+            check_no_overlap(name, ob, nbytes, f"wires[{i}]", b, b.nbytes)
+        if eb is not None:
+            check_no_overlap(name, ob, nbytes, "exact", eb, eb.nbytes, same_ok=may_be_exact)
+        for other, b2, n2, _ in outs[k + 1:]:
+            check_no_overlap(name, ob, nbytes, other, b2, n2)
 
 
 def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: Any,
@@ -268,6 +324,7 @@ def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: A
     if eb is not None:
         places.append(("exact", eb))
     on_device = check_same_place(places)
+    _check_outputs_disjoint(ins, eb, [("out", ob, ob.nbytes, True)])
     ptrs = _pointer_array(ins)
     if on_device:
         with device_of(ins[0]):
@@ -297,6 +354,8 @@ def decompress_reduce_compress(wires: Sequence[Any], codec: Any, count: int, dty
     places = [(f"wires[{i}]", b) for i, b in enumerate(ins)] + [("out", ob)]
     places += [(n, b) for n, b in (("exact", eb), ("y", yb)) if b is not None]
     on_device = check_same_place(places)
+    outs = [("out", ob, nbytes, False)] + ([("y", yb, yb.nbytes, True)] if yb is not None else [])
+    _check_outputs_disjoint(ins, eb, outs)
     ptrs = _pointer_array(ins)
     if on_device:
         with device_of(ins[0]):

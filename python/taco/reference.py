@@ -59,17 +59,22 @@ _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(ml_dtypes.
 
 class _Codec:
     def __init__(self, spec: str, block: int | None):
-        name, _, rest = spec.partition(":")
+        name, colon, rest = spec.partition(":")
         if name not in CODECS:
             raise ValueError(f"codec argument {spec!r}: unknown codec {name!r}")
-        if rest:
-            if not rest.startswith("block="):
-                raise ValueError(f"codec argument {spec!r}: expected ':block=N'")
-            block = int(rest[len("block="):])
+        if colon:
+            digits = rest[len("block="):]
+            if not rest.startswith("block=") or not (digits.isascii() and digits.isdigit()):
+                raise ValueError(f"codec argument {spec!r}: expected ':block=N' (N decimal digits)")
+            block = int(digits)
+            if block == 0:
+                raise ValueError(f"codec argument {spec!r}: block size 0 is not a power of two in [32, 1024]")
+        elif block == 0:
+            raise ValueError("block argument 0 is not a block size (None selects the default)")
         (self.id, self.fmt, self.blocked, self.rotate, self.adaptive, dflt, self.version) = CODECS[name]
         self.name = name
         if not self.blocked:
-            if block not in (None, 0):
+            if block is not None:
                 raise ValueError(f"codec {name!r} has no block size")
             self.B = 1
         else:
@@ -227,6 +232,8 @@ def _unpack(c: _Codec, wire: np.ndarray, count: int, dtype):
     if magic != MAGIC or cid != c.id or ver != c.version or log2b != (c.log2B if c.blocked else 0) or cnt != count:
         raise ValueError(f"wire argument: header (codec {cid}, count {cnt}) does not match codec {c.name!r}, "
                          f"count {count}")
+    if dt not in _DTYPES.values():
+        raise ValueError(f"wire argument: header datatype byte {dt} is not a tacoDataType_t")
     if c.fmt == "raw" and dt != _dtype_code(dtype):
         raise ValueError("wire argument of codec 'none' holds another datatype")
     payload = wire[HEADER_BYTES:HEADER_BYTES + ncodes]
