@@ -59,6 +59,9 @@ void printUsage(FILE* f) {
           "                          the library default); 0 compresses every size\n"
           "      --chunk SIZE        the communicators' chunkBytes (default: TACO_CHUNK_BYTES / library)\n"
           "      --depth N           the communicators' pipelineDepth (default: TACO_PIPELINE_DEPTH / library)\n"
+          "      --algo NAME         the AllReduce algorithm of the -C communicators: auto, plain, staged,\n"
+          "                          fused, oneshot, oneshot-raw (default: TACO_ALGO, else auto); a row\n"
+          "                          whose communicator cannot run it is skipped\n"
           "      --diy 0|1           measure the do-it-yourself baseline (allreduce only; default 1)\n"
           "      --seed N            seed of the input data (default 31424)\n"
           "      --id-file PATH      without MPI: rank 0 writes the NCCL unique ids to PATH, the other\n"
@@ -126,6 +129,18 @@ bool parseDtype(const std::string& s, tacoDataType_t* t) {
   return true;
 }
 
+// Indexed by tacoAlgo_t; the spelling of TACO_ALGO.
+const char* const kAlgoNames[tacoNumAlgos] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
+
+bool parseAlgo(const std::string& s, int* algo) {
+  for (int a = 0; a < tacoNumAlgos; ++a)
+    if (s == kAlgoNames[a]) {
+      *algo = a;
+      return true;
+    }
+  return false;
+}
+
 bool parseColl(const std::string& s, Coll* c) {
   if (s == "allreduce" || s == "all_reduce") *c = kAllReduce;
   else if (s == "reduce_scatter" || s == "reducescatter") *c = kReduceScatter;
@@ -146,6 +161,7 @@ const Flag kFlags[] = {
     {"-o", "--op"},       {"-C", "--codec"},        {"-G", "--cudagraph"},  {"-J", "--output_file"},
     {nullptr, "--loopback"}, {nullptr, "--check-max"}, {nullptr, "--fallback"}, {nullptr, "--chunk"},
     {nullptr, "--depth"},    {nullptr, "--diy"},       {nullptr, "--seed"},     {nullptr, "--id-file"},
+    {nullptr, "--algo"},
 };
 
 // The canonical (long) name of `arg`, or nullptr if it is not a known option.
@@ -156,6 +172,8 @@ const char* canonical(const std::string& arg) {
 }
 
 }  // namespace
+
+const char* algoName(int algo) { return algo >= 0 && algo < tacoNumAlgos ? kAlgoNames[algo] : "?"; }
 
 bool parseBytes(const char* s, size_t* out) {
   if (s == nullptr || *s == '\0' || *s == '-' || *s == '+') return false;
@@ -298,6 +316,10 @@ int parseArgs(int argc, char** argv, Options* o) {
     } else if (n == "--depth") {
       PERF_INT(1, 1 << 20, "an integer >= 1");
       o->pipelineDepth = (int)iv;
+    } else if (n == "--algo") {
+      if (!parseAlgo(v, &o->algo))
+        return usageError("%s: unknown algorithm '%s' (auto, plain, staged, fused, oneshot or oneshot-raw)",
+                          arg.c_str(), v);
     } else if (n == "--diy") {
       PERF_INT(0, 1, "0 or 1");
       o->diy = (int)iv;

@@ -13,6 +13,8 @@ namespace perf {
 
 enum Coll { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAlltoAll = 3, kNumColls = 4 };
 const char* collName(Coll c);
+// "auto", "plain", "staged", "fused", "oneshot", "oneshot-raw" (tacoAlgo_t), as --algo spells them.
+const char* algoName(int algo);
 
 struct Options {
   size_t minBytes = 32u << 20;      // -b
@@ -32,6 +34,7 @@ struct Options {
   long long fallbackBytes = -1;     // --fallback (-1: the library's default / TACO_FALLBACK_BYTES)
   long long chunkBytes = -1;        // --chunk
   int pipelineDepth = -1;           // --depth
+  int algo = -1;                    // --algo (tacoAlgo_t; -1: the library's default / TACO_ALGO)
   int diy = 1;                      // --diy 0|1
   uint64_t seed = 0x7ac0;           // --seed
   std::string idFile;               // --id-file (NCCL bootstrap without MPI)

@@ -61,6 +61,10 @@ expect(2 "error: option '-b' needs a value" -b)
 expect(2 "error: -d: unknown datatype 'int8'" -d int8)
 expect(2 "error: -d: unknown datatype ''" -d float,)
 expect(2 "error: -o: unknown collective 'broadcast'" -o allreduce,broadcast)
+expect(2 "error: --algo: unknown algorithm 'bogus' \\(auto, plain, staged, fused, oneshot or oneshot-raw\\)" --algo bogus)
+expect(2 "error: --algo: unknown algorithm 'Fused'" --algo=Fused)
+expect(2 "error: --algo: unknown algorithm ''" --algo=)
+expect(2 "error: option '--algo' needs a value" -C taco --algo)
 # Codec specs: the library's own message (tacoGetLastError)
 expect(2 "error: -C: codec 'zzz': .*unknown codec 'zzz'" -C taco,zzz)
 expect(2 "error: -C: codec 'taco:block=3': .*block" -C taco:block=3)
@@ -70,11 +74,17 @@ expect(2 "run 'taco_perf --help' for usage" --bogus)
 # Help
 expect(0 "usage: taco_perf .*--loopback N" -h)
 expect(0 "-J, --output_file FILE" --help)
+expect(0 "--algo NAME +the AllReduce algorithm" --help)
 
 # Good arguments get past parsing: with no visible GPU the run then fails at
 # CUDA (exit 1, not the usage code 2) — on a GPU machine too.
 set(ENV{CUDA_VISIBLE_DEVICES} "-1")
 expect(1 "CUDA|device" -b 1K -e 4K -f 4 -d float,bf16 -o all -C taco,fp8-block,taco:block=128 --loopback 2 -c 0)
+expect(1 "error: no usable CUDA device \\(cudaGetDeviceCount: .*\\): measuring needs a GPU" --loopback 2)
+# Every algorithm name parses (the run then stops at the missing GPU, not at the arguments).
+foreach(algo auto plain staged fused oneshot oneshot-raw)
+  expect(1 "no usable CUDA device" -o all -C taco,none --algo ${algo} --loopback 2)
+endforeach()
 unset(ENV{CUDA_VISIBLE_DEVICES})
 
 message(STATUS "${_passed} passed, ${_failed} failed")

@@ -1,0 +1,513 @@
+// The generic block path: every block codec at any block size B (a runtime
+// parameter, uniform across the grid), compress, decompress(-accumulate) and
+// decompress-reduce-compress.
+//
+// Thread mapping: a block of B elements is held by B/32 consecutive lanes ("a
+// group"), 32 elements per thread, in 16-byte chunks interleaved across the group so
+// that loads coalesce: thread t holds chunks t, t + tpb, t + 2*tpb, ... of its block.
+// A warp's tile is its 32 / tpb blocks. The math (block_math.h) is independent of this
+// mapping, which is what keeps GPU, CPU and numpy equal.
+//
+// Compress and plain decompress are software-pipelined: each thread copies its
+// chunks of the tiles ahead into shared memory with cp.async while it computes the
+// current tile, so DRAM reads stay in flight during the (issue-bound) block math.
+// The staging slots assume kThreads threads per CTA.
+#pragma once
+#include <type_traits>
+
+#include "codec/device/io.cuh"
+
+namespace taco {
+namespace dev {
+
+// Pipeline depth (tiles in flight per warp) and shared-memory slots of the staged
+// paths: a compress slot holds a tile's input (16 KB per CTA for 16-bit types, 32 KB
+// for fp32), a decompress slot its codes and scales (10 KB).
+template <typename T>
+struct Stage {
+  static constexpr int kCompressDepth = sizeof(T) == 4 ? 2 : 3;
+  static constexpr int kDecompressDepth = 3;
+  static constexpr int kCompressSlot = Vec<T>::NCH * kThreads * 16;
+  static constexpr int kCodesBytes = Vec<T>::NCH * kThreads * Vec<T>::V;  // one byte per element
+  static constexpr int kDecompressSlot = kCodesBytes + kThreads * 8;      // + alpha and s per thread
+};
+
+// Codes <-> floats for one chunk. FP8 formats convert two codes per instruction
+// (the paired conversions round exactly as the single ones in block_math.h).
+template <int V, int FMT>
+__device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
+  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+    // as 32-bit words, so that each pair is a half-word (not rebuilt from two bytes)
+    uint32_t w[V / 4];
+    memcpy(w, c, V);
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const uint32_t pair = (i & 2) ? w[i / 4] >> 16 : w[i / 4] & 0xffffu;
+      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, kind);
+      const float2 f = __half22float2(__half2(h));
+      out[i] = f.x;
+      out[i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = decode(c[i], (CodeFormat)FMT);
+  }
+}
+
+template <int V, int FMT>
+__device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (&c)[V]) {
+  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const __nv_fp8x2_storage_t p = __nv_cvt_float2_to_fp8x2(make_float2(v[i] * inv, v[i + 1] * inv), __NV_SATFINITE, kind);
+      c[i] = (uint8_t)(p & 0xff);
+      c[i + 1] = (uint8_t)(p >> 8);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) c[i] = encode(v[i] * inv, (CodeFormat)FMT);
+  }
+}
+
+// Four codes as the word that is stored. FP8 on sm_89+: two paired conversions into
+// 16-bit registers and one byte permute (through __nv_cvt_float2_to_fp8x2, whose
+// 16-bit result is widened, the compiler adds a mask per pair; through a byte array
+// ~10 instructions). The PTX pair conversion puts its first operand in the high byte.
+template <int FMT>
+__device__ __forceinline__ uint32_t encodeWord(const float* v, float inv) {
+  if constexpr (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    uint32_t w;
+    if constexpr (FMT == kFmtE4M3)
+      asm("{ .reg .b16 lo, hi;\n"
+          "  cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"
+          "  cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+          "  mov.b32 %0, {lo, hi}; }"
+          : "=r"(w)
+          : "f"(v[0] * inv), "f"(v[1] * inv), "f"(v[2] * inv), "f"(v[3] * inv));
+    else
+      asm("{ .reg .b16 lo, hi;\n"
+          "  cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n"
+          "  cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n"
+          "  mov.b32 %0, {lo, hi}; }"
+          : "=r"(w)
+          : "f"(v[0] * inv), "f"(v[1] * inv), "f"(v[2] * inv), "f"(v[3] * inv));
+    return w;
+#else
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+    const uint32_t p0 = __nv_cvt_float2_to_fp8x2(make_float2(v[0] * inv, v[1] * inv), __NV_SATFINITE, kind);
+    const uint32_t p1 = __nv_cvt_float2_to_fp8x2(make_float2(v[2] * inv, v[3] * inv), __NV_SATFINITE, kind);
+    return __byte_perm(p0, p1, 0x5410);
+#endif
+  } else {
+    uint8_t c[4];
+    encodeChunk<4, FMT>(v, inv, c);
+    uint32_t w;
+    memcpy(&w, c, 4);
+    return w;
+  }
+}
+
+// FP8 codes of a chunk straight into the words that are stored.
+template <int V, int FMT>
+__device__ __forceinline__ void storeFp8Words(uint8_t* codes, size_t block, int t, const Args& a, int j,
+                                              const float* v, float inv) {
+  uint8_t* dst = codes + block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  if constexpr (V == 8)
+    *reinterpret_cast<uint2*>(dst) = make_uint2(encodeWord<FMT>(v, inv), encodeWord<FMT>(v + 4, inv));
+  else
+    *reinterpret_cast<uint32_t*>(dst) = encodeWord<FMT>(v, inv);
+}
+
+template <typename T, int FMT, bool FIRST>
+__device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t block, int t, bool active,
+                                                float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+  const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
+  float d = 0.0f;
+  if (active) {
+    const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
+    d = a.k.adaptive ? decodeScale(sc[2 * block + 1], sc[2 * block], a.k.c) : decodeScale(sc[block], 1.0f, a.k.c);
+  }
+  // every chunk's load issued before the first decode (memory-level parallelism)
+  uint8_t c[Vec<T>::NCH][V];
+  if (active && a.vec) {
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j) loadCodes<V, FMT, true>(w + TACO_HEADER_BYTES, block, t, a, j, c[j]);
+  } else if (active) {
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j) loadCodes<V, FMT, false>(w + TACO_HEADER_BYTES, block, t, a, j, c[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j)
+#pragma unroll
+      for (int i = 0; i < V; ++i) c[j][i] = 0;
+  }
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    float f[V];
+    decodeChunk<V, FMT>(c[j], f);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[j * V + i] = FIRST ? f[i] * d : v[j * V + i] + f[i] * d;
+  }
+}
+
+// Decoded sum of the k inputs for this thread's elements of `block`: R = W_0 + W_1 + ...
+// (W_q = code * d_q, the first one assigned, not added to 0, so that -0 survives), then
+// the rotation.
+template <typename T, int FMT>
+__device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
+                                               float (&v)[kPerThread]) {
+  if (a.in.n == 0) {
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
+  } else {
+    accumulateInput<T, FMT, true>(a, 0, block, t, active, v);
+    for (int q = 1; q < a.in.n; ++q) accumulateInput<T, FMT, false>(a, q, block, t, active, v);
+  }
+  if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+}
+
+// Block max |x| (NaN ignored) and whether the block holds NaN/Inf, for values already
+// in registers (the reduce-compress sum, and the unaligned/tail path of compress).
+// x * 0 is NaN exactly for non-finite x: two instructions per element.
+__device__ __forceinline__ void blockMaxBad(const float (&v)[kPerThread], int tpb, float& m0, bool& bad) {
+  float m = 0.0f, probe = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) {
+    m = fmaxf(m, fabsf(v[r]));
+    probe = __fmaf_rn(v[r], 0.0f, probe);
+  }
+  m0 = groupMax(m, tpb);
+  bad = __any_sync(0xffffffffu, probe != probe) ? groupAny(probe != probe, tpb) : false;
+}
+
+// Before the rotation: the adaptive scale alpha (from the block energy; 1 without
+// it) and the tiny-block lift, both applied to v. m0 = max|x| of the block, bad = it
+// holds NaN/Inf; tpb: lanes per block.
+template <int N>
+__device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0, bool bad, int tpb,
+                                          float& lift) {
+  float alpha = 1.0f;
+  if (a.k.adaptive) {
+    // energyScale's exponent and single multiplier straight from the bits of max|x| when
+    // that is a normal float >= 2^-118 (frexp's e = biased exponent - 126, and
+    // 2^(10 - e) is then a normal float): the same values without the general code.
+    const float mm = bad ? 1.0f : m0;
+    const uint32_t eb = __float_as_uint(mm) >> 23;
+    const bool common = eb >= 9;
+    uint32_t S = 0;
+    int e = (int)eb - 126;
+    float k = __uint_as_float((263u - eb) << 23);
+    bool single = true;
+    EnergyScale ks{1.0f, 1.0f, 0};
+    if (!common) {
+      ks = energyScale(mm);
+      e = ks.e;
+      single = energySingleScale(ks);
+      k = ks.k1 * ks.k2;
+    }
+    if (common && eb <= 136) {
+      // max|x| < 2^10 (eb: its biased exponent): energyTermSingle without the 2^23
+      // trick. Scaled by 2^-149 more, |x| k lands in the subnormal range, where fp32
+      // rounds to whole multiples of 2^-149 (half to even, as the trick does), so the
+      // product's bits are the integer r itself and r^2 is one integer multiply-add
+      // (no integer subtract: the ALU pipe is the busier one with 16-bit inputs).
+      // k 2^-149 = 2^(-139-E) is one float, normal or subnormal. Needs denormals kept.
+      const float kd = eb <= 113 ? __uint_as_float((114u - eb) << 23) : __uint_as_float(1u << (136u - eb));
+#pragma unroll
+      for (int r = 0; r < N; ++r) {
+        const uint32_t rr = __float_as_uint(__fmul_rn(fabsf(v[r]), kd));
+        S += rr * rr;
+      }
+    } else if (single) {
+      // energyTermSingle with the multiply fused: |x| * k is exact (k a power of two,
+      // no overflow, and an underflowed product rounds to r = 0 either way), so the
+      // FMA rounds exactly as FMUL-then-FADD does. u = C + r (C = 0x4b000000, the bits
+      // of 2^23) and, mod 2^32, r^2 = u^2 - 2Cu + C^2 = u^2 + (2^32 - 2C) u since C^2 =
+      // 0: so S = sum u^2 + 0x6a000000 * sum u, exact as S < 2^32.
+      uint32_t sq = 0, su = 0;
+#pragma unroll
+      for (int r = 0; r < N; r += 2) {
+        const uint32_t u0 = __float_as_uint(__fmaf_rn(fabsf(v[r]), k, 8388608.0f));
+        const uint32_t u1 = __float_as_uint(__fmaf_rn(fabsf(v[r + 1]), k, 8388608.0f));
+        sq += u0 * u0;
+        sq += u1 * u1;
+        su += u0 + u1;
+      }
+      S = sq + 0x6a000000u * su;
+    } else {
+#pragma unroll
+      for (int r = 0; r < N; ++r) S += energyTerm(v[r], ks);
+    }
+    S = groupSum(S, tpb);
+    // adaptiveAlpha, its ldexp as a multiply by an exact power of two (2e - 20 - log2B
+    // >= -264: a normal double) in the common case
+    if (common)
+      alpha = (float)(kTau / sqrt((double)S * __hiloint2double((2 * e - 20 - a.k.log2B + 1023) << 20, 0) + kEps));
+    else
+      alpha = adaptiveAlpha(S, e, a.k.log2B);
+#pragma unroll
+    for (int r = 0; r < N; ++r) v[r] *= alpha;
+  }
+  lift = tinyLift(bad ? 1.0f : m0, a.k.adaptive);
+  if (lift != 1.0f)
+#pragma unroll
+    for (int r = 0; r < N; ++r) v[r] *= lift;
+  return alpha;
+}
+
+// After it: the quantisation scales from m = max|Z'|; a bad block gets NaN scales, and
+// inv = NaN makes every code the format's NaN code (the FP8 conversion writes 0x7f for
+// NaN, the integer one 0 = formatNaNCode).
+template <int FMT>
+__device__ __forceinline__ QuantScales blockScales(const Args& a, float m, float lift, bool bad, float& alpha) {
+  QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
+  if (lift != 1.0f) qs.s = qs.s / lift;  // x / 1 == x: skip the division (and its slow path) in the common case
+  if (bad) {
+    qs.s = canonicalNaN();
+    qs.inv = canonicalNaN();
+    alpha = canonicalNaN();
+  }
+  return qs;
+}
+
+__device__ __forceinline__ void storeScales(const Args& a, uint8_t* outWire, size_t block, float alpha, float s) {
+  float* sc = reinterpret_cast<float*>(outWire + a.scalesOffset);
+  if (a.k.adaptive) {
+    sc[2 * block] = alpha;
+    sc[2 * block + 1] = s;
+  } else {
+    sc[block] = s;
+  }
+}
+
+// Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
+// block, bad = it holds NaN/Inf.
+template <typename T, int FMT, int MODE>
+__device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
+                                             float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
+                                             float (&dOut)) {
+  constexpr int V = Vec<T>::V;
+  float lift;
+  float alpha = prescale(a, v, m0, bad, a.k.tpb, lift);
+  float m = m0 * lift;
+  if (a.k.rotate) {
+    fwht<V>(v, t, a.k.tpb);
+    m = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
+    m = groupMax(m, a.k.tpb);
+  }
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  dOut = decodeScale(qs.s, alpha, a.k.c);
+  uint8_t* codes = outWire + TACO_HEADER_BYTES;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kCompress) {
+      if (a.vec) {
+        if (active) storeFp8Words<V, FMT>(codes, block, t, a, j, &v[j * V], qs.inv);
+        continue;
+      }
+    }
+    uint8_t c[V];
+    encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
+    if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
+    if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
+  }
+  if (active && t == 0) storeScales(a, outWire, block, alpha, qs.s);
+}
+
+// Compress of one tile: from the staged 16-byte chunks when the whole warp's blocks
+// are full and aligned (a warp-uniform test: the group reductions shuffle across the
+// warp), else through the general load.
+template <typename T, int FMT>
+__device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, int t, const uint4* staged) {
+  const bool active = block < a.nBlocks;
+  float v[kPerThread];
+  float m0, d;
+  bool bad;
+  if (staged != nullptr) {  // warp-uniform: the tile was staged by genericCompressTiles
+    RawChunks<T> raw;
+    readStaged<T>(staged, raw);
+    rawToFloat<T>(raw, v);
+    absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), a.k.tpb), m0, bad);
+  } else {
+    if (active) {
+      loadValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
+    }
+    blockMaxBad(v, a.k.tpb, m0, bad);
+  }
+  compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d);
+}
+
+// Compress of this warp's tiles (tiles warp, warp + nWarps, ... < nTiles; a tile is
+// the warp's groupsPerWarp blocks, this thread lane t of block groupInWarp), as a
+// software pipeline: tile i + D - 1 is being copied in while tile i is compressed.
+// Only whole, aligned tiles are staged (bit s of `staged` marks slot s); the rest go
+// through the general load. Shared memory: Stage<T>::kCompressDepth slots of
+// kCompressSlot bytes (device/args.h: genericCompressSmemBytes), kThreads per CTA.
+template <typename T, int FMT>
+__device__ __forceinline__ void genericCompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                     int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kCompressDepth;
+  extern __shared__ uint4 stagingArea[];
+  uint4* mine = stagingArea + threadIdx.x;
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  uint32_t staged = 0;
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    const size_t tile = warp + i * nWarps;
+    if (stageable(tile)) {
+      stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
+                  mine + i * Vec<T>::NCH * kThreads);
+      staged |= 1u << i;
+    }
+    cpAsyncCommit();
+  }
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const int ahead = s == 0 ? D - 1 : s - 1;  // the slot read one iteration ago
+    staged &= ~(1u << ahead);
+    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    if (stageable(far)) {
+      stageRaw<T>(static_cast<const T*>(a.x), far * groupsPerWarp + groupInWarp, t, a,
+                  mine + ahead * Vec<T>::NCH * kThreads);
+      staged |= 1u << ahead;
+    }
+    cpAsyncCommit();
+    cpAsyncWait<D - 1>();  // this tile's copies have landed
+    compressBlockTile<T, FMT>(a, tile * groupsPerWarp + groupInWarp, t,
+                              (staged >> s) & 1 ? mine + s * Vec<T>::NCH * kThreads : nullptr);
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+}
+
+// Plain decompress (one input, no exact input, byte codes, aligned pointers), with
+// the same software pipeline as compress: each thread stages its codes and its
+// block's scales for the tile D - 1 ahead while it decodes this one.
+template <typename T, int FMT>
+__device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
+  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  extern __shared__ uint4 stagingArea[];
+  uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
+  const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[0]);
+  const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
+  const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  auto codesAt = [&](int slot, int j) {
+    return reinterpret_cast<Word*>(area + slot * Stage<T>::kDecompressSlot) + j * kThreads + threadIdx.x;
+  };
+  auto scalesAt = [&](int slot) {
+    return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
+  };
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  auto stage = [&](size_t tile, int slot) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j)
+      cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+    cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+  };
+  uint32_t staged = 0;
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    if (stageable(warp + i * nWarps)) {
+      stage(warp + i * nWarps, i);
+      staged |= 1u << i;
+    }
+    cpAsyncCommit();
+  }
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const int ahead = s == 0 ? D - 1 : s - 1;
+    staged &= ~(1u << ahead);
+    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    if (stageable(far)) {
+      stage(far, ahead);
+      staged |= 1u << ahead;
+    }
+    cpAsyncCommit();
+    cpAsyncWait<D - 1>();
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    float v[kPerThread];
+    if ((staged >> s) & 1) {
+      const float2 sp = *scalesAt(s);
+      const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) {
+        const Word cw = *codesAt(s, j);
+        uint8_t c[V];
+        memcpy(c, &cw, V);
+        float f[V];
+        decodeChunk<V, FMT>(c, f);
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
+      }
+      if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+      storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    } else {
+      const bool active = block < a.nBlocks;
+      accumulateTile<T, FMT>(a, block, t, active, v);
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+}
+
+// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
+// staging (and plain decompress when its inputs fail the header check: NaN output).
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    accumulateTile<T, FMT>(a, block, t, active, v);
+    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    if (!inputsOk)
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+    if (MODE == kAccumulate) {
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+      continue;
+    }
+    // kReduceCompress: compress the fp32 sum, zero past `count` as compress() pads
+    // (the rotation leaves the padding of the last block non-zero); optionally
+    // decompress it again.
+    if (active && (block + 1) * a.k.B > a.count) {
+      constexpr int V = Vec<T>::V;
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
+        if (idx >= a.count) v[r] = 0.0f;
+      }
+    }
+    float m0, d;
+    bool bad;
+    blockMaxBad(v, a.k.tpb, m0, bad);
+    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d);
+    if (a.y != nullptr) {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
+      if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+  }
+}
+
+}  // namespace dev
+}  // namespace taco

@@ -1,0 +1,316 @@
+// Global memory accesses of the block codecs: values (T <-> fp32, with the
+// whole-block fast path and the zero padding past `count`), raw 16-byte chunks and
+// their abs-max, codes (a byte, or a nibble for INT4, per element), and the 16-byte
+// wire header (docs/format.md).
+//
+// Thread mapping assumed (the generic one): a block's tpb = B / 32 lanes hold 32
+// elements each in 16-byte chunks of V = 16 / sizeof(T) elements, interleaved so that
+// loads coalesce: chunk j of thread t is elements (t + tpb * j) * V .. + V - 1 of its
+// block. The B = 256 rotated path (rotated256.cuh) reuses the raw-chunk helpers with
+// its own addressing.
+#pragma once
+#include <type_traits>
+
+#include "codec/device/common.cuh"
+
+namespace taco {
+namespace dev {
+
+template <typename T>
+struct Vec {
+  static constexpr int V = 16 / (int)sizeof(T);  // elements per 16-byte chunk
+  static constexpr int NCH = kPerThread / V;     // chunks per thread
+};
+
+// This thread's part of a block as raw 16-byte chunks, for blocks wholly inside
+// `count` with 16-byte aligned pointers (the fast path). (Loading a tile ahead into
+// registers was measured slower: the extra registers cost a third of the occupancy;
+// the tiles ahead are staged in shared memory instead, see stageRaw.)
+template <typename T, int N = kPerThread>
+struct RawChunks {
+  uint4 c[N / Vec<T>::V];
+};
+
+__device__ __forceinline__ bool wholeBlock(const Args& a, size_t block) {
+  return a.vec && block < a.nBlocks && (block + 1) * (size_t)a.k.B <= a.count;
+}
+
+template <typename T>
+__device__ __forceinline__ void loadRaw(const T* x, size_t block, int t, const Args& a, RawChunks<T>& r) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j)
+    r.c[j] = __ldg(reinterpret_cast<const uint4*>(x + block * a.k.B + (size_t)(t + a.k.tpb * j) * V));
+}
+
+// Issues the copies of this thread's chunks of `block` into its staging slot
+// (chunk j at slot[j * kThreads]), and reads them back once they have landed.
+template <typename T>
+__device__ __forceinline__ void stageRaw(const T* x, size_t block, int t, const Args& a, uint4* slot) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j)
+    cpAsync(slot + j * kThreads, x + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, 16);
+}
+template <typename T>
+__device__ __forceinline__ void readStaged(const uint4* slot, RawChunks<T>& r) {
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) r.c[j] = slot[j * kThreads];
+}
+
+// Raw 16-byte chunks to floats. bf16 is the top half of an fp32: one shift or mask
+// per element (the generic path spends a byte permute and a shift on every odd element).
+template <typename T, int N>
+__device__ __forceinline__ void rawToFloat(const RawChunks<T, N>& r, float (&v)[N]) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < N / V; ++j) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+      const uint32_t w[4] = {r.c[j].x, r.c[j].y, r.c[j].z, r.c[j].w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[j * 8 + 2 * i] = __uint_as_float(w[i] << 16);
+        v[j * 8 + 2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+      }
+    } else {
+      const T* e = reinterpret_cast<const T*>(&r.c[j]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[j * V + i] = toFloat<T>(e[i]);
+    }
+  }
+}
+
+// max|x| of the raw elements as the bits of |x| (for non-negative floats the
+// integer order is the float order, and NaN / Inf bits sort above every finite
+// value, so one integer max gives both the block max and the non-finite flag).
+// Without masking the sign: the unsigned max of the raw words is the largest negative
+// magnitude (with the sign bit) if there is a negative element, and the signed max the
+// largest non-negative one if there is one (else, too, a negative magnitude with its
+// sign bit), so max|x| is the larger of the two with the sign bits cleared.
+// Three-input SIMD integer max: 0.5 (16-bit) or 1 (fp32) instruction per element.
+template <typename T, int N>
+__device__ __forceinline__ uint32_t rawAbsMaxBits(const RawChunks<T, N>& r) {
+  uint32_t u = 0, s = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;  // the smallest signed value
+#pragma unroll
+  for (int j = 0; j < N / Vec<T>::V; ++j) {
+    const uint32_t w[4] = {r.c[j].x, r.c[j].y, r.c[j].z, r.c[j].w};
+    if constexpr (sizeof(T) == 4) {
+      u = __vimax3_u32(u, w[0], w[1]);
+      u = __vimax3_u32(u, w[2], w[3]);
+      s = (uint32_t)__vimax3_s32((int)s, (int)w[0], (int)w[1]);
+      s = (uint32_t)__vimax3_s32((int)s, (int)w[2], (int)w[3]);
+    } else {
+      u = __vimax3_u16x2(u, w[0], w[1]);
+      u = __vimax3_u16x2(u, w[2], w[3]);
+      s = __vimax3_s16x2(s, w[0], w[1]);
+      s = __vimax3_s16x2(s, w[2], w[3]);
+    }
+  }
+  if constexpr (sizeof(T) == 4) return max(u & 0x7fffffffu, s & 0x7fffffffu);
+  const uint32_t m = __vmaxu2(u & 0x7fff7fffu, s & 0x7fff7fffu);
+  return max(m & 0xffffu, m >> 16);
+}
+
+// The block max (as a float) and the non-finite flag from the group's abs-max bits.
+template <typename T>
+__device__ __forceinline__ void absMaxFromBits(uint32_t m, float& m0, bool& bad);
+template <>
+__device__ __forceinline__ void absMaxFromBits<float>(uint32_t m, float& m0, bool& bad) {
+  bad = m >= 0x7f800000u;
+  m0 = __uint_as_float(m);
+}
+template <>
+__device__ __forceinline__ void absMaxFromBits<__nv_bfloat16>(uint32_t m, float& m0, bool& bad) {
+  bad = m >= 0x7f80u;
+  m0 = __uint_as_float(m << 16);
+}
+template <>
+__device__ __forceinline__ void absMaxFromBits<__half>(uint32_t m, float& m0, bool& bad) {
+  bad = m >= 0x7c00u;
+  m0 = __half2float(__ushort_as_half((unsigned short)m));
+}
+
+// Loads this thread's 32 elements of `block` (zeros past `count`).
+template <typename T>
+__device__ __forceinline__ void loadValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+  if (wholeBlock(a, block)) {  // the common case, without a per-chunk test
+    RawChunks<T> r;
+    loadRaw<T>(x, block, t, a, r);
+    rawToFloat<T>(r, v);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+    if (a.vec && idx + V <= a.count) {
+      uint4 raw = __ldg(reinterpret_cast<const uint4*>(x + idx));
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[j * V + i] = toFloat<T>(e[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[j * V + i] = (idx + i < a.count) ? toFloat<T>(x[idx + i]) : 0.0f;
+    }
+  }
+}
+
+// v += this thread's elements of `block` of x (the exact input of an accumulate), one
+// chunk at a time so that only a chunk's registers are live beside v.
+template <typename T>
+__device__ __forceinline__ void addValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+  const bool whole = wholeBlock(a, block);
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+    if (whole) {
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(x + idx));
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + toFloat<T>(e[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        v[j * V + i] = v[j * V + i] + ((idx + i < a.count) ? toFloat<T>(x[idx + i]) : 0.0f);
+    }
+  }
+}
+
+// 16 bytes of T from v[j*V .. j*V+V); 16-bit types two at a time (one
+// conversion instruction per pair, the same rounding as one at a time).
+template <typename T>
+__device__ __forceinline__ void packChunk(const float (&v)[kPerThread], int j, uint4& raw) {
+  constexpr int V = Vec<T>::V;
+  T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < V; ++i) e[i] = fromFloat<T>(v[j * V + i]);
+}
+template <>
+__device__ __forceinline__ void packChunk<__nv_bfloat16>(const float (&v)[kPerThread], int j, uint4& raw) {
+  __nv_bfloat162* e = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) e[i] = __floats2bfloat162_rn(v[j * 8 + 2 * i], v[j * 8 + 2 * i + 1]);
+}
+template <>
+__device__ __forceinline__ void packChunk<__half>(const float (&v)[kPerThread], int j, uint4& raw) {
+  __half2* e = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) e[i] = __floats2half2_rn(v[j * 8 + 2 * i], v[j * 8 + 2 * i + 1]);
+}
+
+template <typename T>
+__device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Args& a, const float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+  if (wholeBlock(a, block)) {  // the common case, without a per-chunk test
+#pragma unroll
+    for (int j = 0; j < Vec<T>::NCH; ++j) {
+      uint4 raw;
+      packChunk<T>(v, j, raw);
+      *reinterpret_cast<uint4*>(y + block * a.k.B + (size_t)(t + a.k.tpb * j) * V) = raw;
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+    if (a.vec && idx + V <= a.count) {
+      uint4 raw;
+      packChunk<T>(v, j, raw);
+      *reinterpret_cast<uint4*>(y + idx) = raw;
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        if (idx + i < a.count) y[idx + i] = fromFloat<T>(v[j * V + i]);
+    }
+  }
+}
+
+// Codes of chunk j: V bytes (or V/2 for 4-bit formats) at a V-aligned offset. VEC:
+// every pointer is 16-byte aligned (a.vec), a compile-time choice so that the byte
+// loads of the unaligned path are not issued, predicated off, beside the vector load.
+template <int V, int FMT, bool VEC>
+__device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, int t, const Args& a, int j,
+                                          uint8_t (&c)[V]) {
+  constexpr bool nib = FMT == kFmtInt4;
+  const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  const uint8_t* p = codes + (nib ? e0 / 2 : e0);
+  if (!nib) {
+    if (VEC) {
+      if (V == 8) {
+        uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+        memcpy(c, &w, 8);
+      } else {
+        uint32_t w = __ldg(reinterpret_cast<const uint32_t*>(p));
+        memcpy(c, &w, 4);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) c[i] = p[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      uint8_t b = p[i];
+      c[2 * i] = b & 0xf;
+      c[2 * i + 1] = b >> 4;
+    }
+  }
+}
+
+template <int V, int FMT>
+__device__ __forceinline__ void storeCodes(uint8_t* codes, size_t block, int t, const Args& a, int j,
+                                           const uint8_t (&c)[V]) {
+  constexpr bool nib = FMT == kFmtInt4;
+  const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  uint8_t* p = codes + (nib ? e0 / 2 : e0);
+  if (!nib) {
+    if (a.vec) {
+      if (V == 8) {
+        uint2 w;
+        memcpy(&w, c, 8);
+        *reinterpret_cast<uint2*>(p) = w;
+      } else {
+        uint32_t w;
+        memcpy(&w, c, 4);
+        *reinterpret_cast<uint32_t*>(p) = w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) p[i] = c[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) p[i] = (uint8_t)((c[2 * i] & 0xf) | (c[2 * i + 1] << 4));
+  }
+}
+
+__device__ __forceinline__ bool headerOk(const uint8_t* w, const Args& a) {
+  const uint32_t* h = reinterpret_cast<const uint32_t*>(w);
+  const uint32_t w1 = h[1];
+  const uint64_t cnt = (uint64_t)h[2] | ((uint64_t)h[3] << 32);
+  const bool dtypeOk = a.k.fmt != kFmtRaw || (w1 >> 24) == a.dtype;  // raw payloads are typed
+  return h[0] == kWireMagic && (w1 & 0xff) == a.k.id && ((w1 >> 8) & 0xff) == a.k.version &&
+         ((w1 >> 16) & 0xff) == (uint32_t)a.k.log2B && cnt == a.count && dtypeOk;
+}
+
+// Every compressed input's header matches `a` (all of them read: no early exit).
+__device__ __forceinline__ bool inputHeadersOk(const Args& a) {
+  bool ok = true;
+  for (int q = 0; q < a.in.n; ++q) ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+  return ok;
+}
+
+__device__ __forceinline__ void writeHeader(uint8_t* w, const Args& a) {
+  uint32_t* h = reinterpret_cast<uint32_t*>(w);
+  h[0] = kWireMagic;
+  h[1] = (uint32_t)a.k.id | ((uint32_t)a.k.version << 8) | ((uint32_t)a.k.log2B << 16) |
+         ((uint32_t)a.dtype << 24);
+  h[2] = (uint32_t)(a.count & 0xffffffffu);
+  h[3] = (uint32_t)(a.count >> 32);
+  for (size_t i = a.codesEnd; i < a.scalesOffset; ++i) w[i] = 0;  // padding is zero (< 16 bytes each)
+  for (size_t i = a.scalesEnd; i < a.totalBytes; ++i) w[i] = 0;
+}
+
+}  // namespace dev
+}  // namespace taco

@@ -1,0 +1,407 @@
+// The rotated codecs at B = 256 (compress and plain decompress), with a thread
+// mapping of their own: eight lanes per block (fp32 compress, decompress; a warp's
+// tile is 4 blocks) or four (16-bit compress, namespace fourLane; 8 blocks), the
+// FWHT's cross-lane strides through shared-memory transpositions instead of
+// shuffles. The tile loops take their warp's place in a partition (warp of nWarps)
+// and assume kThreads threads per CTA and the dynamic shared memory of
+// device/args.h's rotated256*SmemBytes. Tiles not wholly inside `count` fall back to
+// the generic path (block_generic.cuh).
+#pragma once
+#include <type_traits>
+
+#include "codec/device/block_generic.cuh"
+
+namespace taco {
+namespace dev {
+
+// ---- B = 256 with rotation (taco's default, and int8-hadamard's): a faster layout.
+// The general mapping does the FWHT's three lane-bit strides with 3 x 32 shuffles
+// and as many FMAs per thread, over half of the rotated kernels' instructions. Here
+// thread t of a block's 8 lanes first holds positions 32t .. 32t+31 (strides 1..16 in
+// registers); one transposition through shared memory (8 + 8 vector accesses) then
+// gives it positions 32a + 4t + b (a < 8, b < 4) in v[4a + b], for strides 32, 64 and
+// 128 as register strides 4, 8 and 16. The butterfly order, so the rounding, is the
+// same as everywhere else. A warp's tile is 4 blocks (1024 elements).
+//
+// Shared memory: every access is conflict-free, and cheap to address (per-tile address
+// arithmetic was a tenth of the instructions). cp.async wants each 128-byte line of
+// global memory to land in one 128-byte row of shared memory (a line spread over two
+// rows cost up to 8x the wavefronts, measured), so staged chunk c of a block sits in
+// row c >> 3 of the block's region, at column (c & 7) ^ (c / NCH & 7): one XOR with a
+// per-thread base per read. The transposition, plain stores and loads, uses a padded
+// layout instead: unit (row r, column q) at 9r + q, a per-thread base plus constants.
+namespace rotated256 {
+
+constexpr int kLanes = 8;                 // lanes per block
+constexpr int kWarps = kThreads / 32;
+constexpr int kXposeGroup = 72;           // 16-byte units of a block's transposition buffer (8 rows of 9)
+constexpr int kCompressDepth = 2;         // tiles in flight per warp (compress)
+constexpr int kDecompressDepth = 3;       // (decompress)
+constexpr int kCodesGroup = 16;           // a block's codes, in 16-byte units
+// a decompress slot: every warp's codes (row-aligned), then (alpha, s) per block
+constexpr int kDecompressSlot = kWarps * 4 * kCodesGroup + kWarps * 4 * 8 / 16;
+
+// fp32 compress: a slot holds each block's 64 staged units padded to 72, the
+// transposition buffer it shares (a block transposes in the slot it has just read).
+// (16-bit inputs have a compress of their own, namespace fourLane.)
+constexpr int kCompressSlotUnits = kWarps * 4 * kXposeGroup;
+constexpr int kCompressUnits = kCompressDepth * kCompressSlotUnits;
+constexpr int kDecompressUnits = kDecompressDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
+
+// Butterflies in registers on strides H0, 2 H0, ..., H1 of the register index.
+template <int H0, int H1, int N>
+__device__ __forceinline__ void butterflies(float (&v)[N]) {
+#pragma unroll
+  for (int h = H0; h <= H1; h <<= 1)
+#pragma unroll
+    for (int r = 0; r < N; ++r)
+      if (!(r & h)) {
+        const float x = v[r], y = v[r + h];
+        v[r] = x + y;
+        v[r + h] = x - y;
+      }
+}
+
+// The whole FWHT of a block held as positions 32t + r; leaves positions 32a + 4t + b
+// in v[4a + b]. row = buf + 9t, col = buf + t (this lane's bases in the block's buffer).
+__device__ __forceinline__ void transposedFwht(float (&v)[kPerThread], float4* row, const float4* col) {
+  butterflies<1, 16>(v);
+  __syncwarp();  // the buffer's previous readers are done
+#pragma unroll
+  for (int q = 0; q < 8; ++q) row[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+  __syncwarp();
+#pragma unroll
+  for (int a = 0; a < 8; ++a) {
+    const float4 f = col[9 * a];
+    v[4 * a] = f.x;
+    v[4 * a + 1] = f.y;
+    v[4 * a + 2] = f.z;
+    v[4 * a + 3] = f.w;
+  }
+  butterflies<4, 16>(v);
+}
+
+// Four output elements (16-bit types: two conversions of a pair each). fp32 outputs
+// larger than L2 are stored evict-first (.cs): measured 2 % faster for the plain
+// decompress, the most write-heavy kernel (4 bytes out per byte in).
+template <typename T>
+__device__ __forceinline__ void store4(T* p, const float* v, int streamOut) {
+  if constexpr (std::is_same<T, float>::value) {
+    if (streamOut) __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+    else *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]), hi = __floats2bfloat162_rn(v[2], v[3]);
+    uint2 w;
+    memcpy(&w.x, &lo, 4);
+    memcpy(&w.y, &hi, 4);
+    *reinterpret_cast<uint2*>(p) = w;
+  } else {
+    const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+    uint2 w;
+    memcpy(&w.x, &lo, 4);
+    memcpy(&w.y, &hi, 4);
+    *reinterpret_cast<uint2*>(p) = w;
+  }
+}
+
+// A staged block read back and prescaled, for compress: this lane's chunk k is at byte
+// offset in ^ 16k of the staging area; LANES lanes hold the block. Returns alpha; bad
+// and lift as prescale's.
+template <typename T, int LANES, int N>
+__device__ __forceinline__ float readStagedPrescaled(const Args& a, const char* area, uint32_t in, float (&v)[N],
+                                                     bool& bad, float& lift) {
+  RawChunks<T, N> raw;
+#pragma unroll
+  for (int k = 0; k < N / Vec<T>::V; ++k) raw.c[k] = *reinterpret_cast<const uint4*>(area + (in ^ (16u * k)));
+  rawToFloat<T>(raw, v);
+  float m0;
+  absMaxFromBits<T>(groupMaxU(rawAbsMaxBits<T>(raw), LANES), m0, bad);
+  return prescale(a, v, m0, bad, LANES, lift);
+}
+
+// Compress of one staged fp32 block (eight lanes); row / col are this lane's
+// transposition bases.
+template <typename T, int FMT>
+__device__ __forceinline__ void rotated256CompressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
+                                              float4* row, const float4* col) {
+  float v[kPerThread];
+  bool bad;
+  float lift;
+  float alpha = readStagedPrescaled<T, kLanes>(a, area, in, v, bad, lift);
+  transposedFwht(v, row, col);
+  float m = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
+  m = groupMax(m, kLanes);
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 4 * t;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) *reinterpret_cast<uint32_t*>(codes + 32 * q) = encodeWord<FMT>(&v[4 * q], qs.inv);
+  if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
+}
+
+// The fp32 compress loop: this warp's tiles, the next one copied in (cp.async) while
+// this one is compressed; tiles not wholly inside `count` take the general path.
+template <typename T, int FMT>
+__device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
+                                              int t) {
+  static_assert(sizeof(T) == 4, "16-bit inputs take fourLane::fourLaneCompressTiles");
+  constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
+  extern __shared__ uint4 stagingArea[];
+  uint4* group = stagingArea + ((threadIdx.x >> 5) * 4 + g) * kXposeGroup;  // this block's region in slot 0
+  // chunk c at unit (c & ~7) | ((c & 7) ^ (c / NCH & 7)): lane t reads chunks NCH t + k
+  // at (NCH t ^ t) ^ k (k does not reach the bits of NCH t), writes chunks t + 8j.
+  const uint32_t readOffset = (uint32_t)((group - stagingArea) + ((NCH * t) ^ t)) * 16u;
+  const size_t nFull = a.count / 1024;  // tiles wholly inside count
+  const size_t step = nWarps * 1024;    // elements from one of this warp's tiles to its next
+  const T* next = static_cast<const T*>(a.x) + (warp * 4 + g) * 256 + t * V;  // this lane's first chunk of tile `warp`
+  auto stage = [&](int slot) {  // the tile at `next`: lane t copies chunks t + 8j
+    uint4* dst = group + slot * kCompressSlotUnits;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) cpAsync(dst + 8 * j + (t ^ ((t + 8 * j) / NCH & 7)), next + 8 * j * V, 16);
+  };
+  if (warp < nFull) stage(0);
+  cpAsyncCommit();
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    __syncwarp();  // every lane is done with the slot about to be refilled
+    next += step;
+    if (tile + nWarps < nFull) stage(s ^ 1);
+    cpAsyncCommit();
+    const size_t block = tile * 4 + g;
+    if (tile < nFull) {
+      cpAsyncWait<1>();
+      __syncwarp();  // the other lanes' copies have landed too
+      float4* buf = reinterpret_cast<float4*>(group + s * kCompressSlotUnits);
+      rotated256CompressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
+                            readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf + 9 * t, buf + t);
+    } else {
+      compressBlockTile<T, FMT>(a, block, t, nullptr);
+    }
+    s ^= 1;
+  }
+  cpAsyncWait<0>();
+}
+
+// ---- Compress of 16-bit inputs: four lanes per block, 64 elements per lane. Per
+// element, a 16-bit input costs half the DRAM time of fp32, so this path is bound by
+// instruction issue, and a tenth of its instructions were per-block scalar work (the
+// group reductions, alpha in fp64, the two scales) that every lane of a block
+// repeats: with four lanes instead of eight it is spread over twice the elements.
+// Lane t holds positions 64t + r (strides 1..32 in registers); two transpositions of
+// 32 floats each give it positions 64a + 16t + e in v[16a + e] (a < 4, e < 16), for
+// strides 64 and 128 as register strides 16 and 32, and 16 consecutive codes per a to
+// store. A warp's tile is 8 blocks.
+// Shared memory: two staging slots (the tile ahead lands while this one is computed)
+// and one transposition buffer per block, rows of 10 units at 41-unit block strides
+// (writes and reads conflict-free); 105 KB per CTA, two CTAs per SM.
+// (Named for its mapping, four lanes per block, against the eight of the rest of
+// namespace rotated256; only the 16-bit compress uses it.)
+namespace fourLane {
+
+constexpr int kLanes = 4;
+constexpr int kPer = 64;                   // elements per lane
+constexpr int kBlocks = 8;                 // blocks per warp tile
+constexpr int kDepth = 2;                  // tiles in flight per warp
+constexpr int kRow = 10, kGroup = 41;      // transposition: units per lane row, per block
+constexpr int kSlotUnits = kWarps * kBlocks * 32;
+constexpr int kUnits = kDepth * kSlotUnits + kWarps * kBlocks * kGroup;
+
+// Compress of one staged 16-bit block (four lanes); buf is the block's transposition
+// buffer.
+template <typename T, int FMT>
+__device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
+                                              float4* buf) {
+  float v[kPer];
+  bool bad;
+  float lift;
+  float alpha = readStagedPrescaled<T, kLanes>(a, area, in, v, bad, lift);
+  butterflies<1, 32>(v);
+  // Two transpositions, of the even and of the odd positions: pass h sends v[2j + h]
+  // (position 64t + 2j + h) and brings back positions 64r + 16t + 2i + h into
+  // v[16r + 2i + h], the registers it has just sent.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    __syncwarp();  // the buffer's previous readers are done
+#pragma unroll
+    for (int q = 0; q < 8; ++q)
+      buf[kRow * t + q] = make_float4(v[8 * q + h], v[8 * q + 2 + h], v[8 * q + 4 + h], v[8 * q + 6 + h]);
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const float4 f = buf[kRow * r + 2 * t + u];
+        float* d = &v[16 * r + 8 * u + h];
+        d[0] = f.x;
+        d[2] = f.y;
+        d[4] = f.z;
+        d[6] = f.w;
+      }
+  }
+  butterflies<16, 16>(v);
+  // The last stage with the block max: max(|a + b|, |a - b|) = fl(|a| + |b|) (one of
+  // the two is |a| + |b| exactly, and rounding is monotonic), one add instead of a
+  // second max per pair on the busier ALU pipe.
+  float m = 0.0f;
+#pragma unroll
+  for (int r = 0; r < 32; ++r) {
+    const float x = v[r], y = v[r + 32];
+    m = fmaxf(m, fabsf(x) + fabsf(y));  // no NaN in a good block
+    v[r] = x + y;
+    v[r + 32] = x - y;
+  }
+  m = groupMax(m, kLanes);
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float* w = &v[16 * r];
+    *reinterpret_cast<uint4*>(codes + 64 * r) = make_uint4(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv),
+                                                           encodeWord<FMT>(w + 8, qs.inv), encodeWord<FMT>(w + 12, qs.inv));
+  }
+  if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
+}
+
+// This warp's tiles (warp, warp + nWarps, ...: warp of nWarps in the partition; a
+// tile is 8 blocks), the next one copied in while this one is compressed. Lane l
+// copies chunks l + 32j of the tile (whole 128-byte lines into one shared-memory row:
+// chunk c at unit (c & ~7) | ((c & 7) ^ (c >> 3 & 7))) and reads chunks 8l + k of
+// it, at unit (8l | (l & 7)) ^ k. Tiles not wholly inside `count` take the general
+// path, as two tiles of the eight-lane mapping.
+template <typename T, int FMT>
+__device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t warp, uint32_t nWarps, int lane) {
+  static_assert(sizeof(T) == 2, "the four-lane path is for 16-bit inputs");
+  extern __shared__ uint4 stagingArea[];
+  // 32-bit tile indices (the launcher sends counts >= 2^40 to the general kernel): the
+  // loop state must fit beside the 64 values per lane in 128 registers without a spill
+  const uint32_t nTiles = (uint32_t)((a.nBlocks + kBlocks - 1) / kBlocks);
+  const uint32_t nFull = (uint32_t)(a.count / (kBlocks * 256));  // tiles wholly inside count
+  const int g = lane >> 2, t = lane & 3;
+  uint4* slots = stagingArea + (threadIdx.x >> 5) * kBlocks * 32;  // this warp's tile in slot 0
+  const uint32_t readOffset = (uint32_t)((slots - stagingArea) + ((8 * lane) | (lane & 7))) * 16u;
+  float4* buf = reinterpret_cast<float4*>(stagingArea + kDepth * kSlotUnits) + ((threadIdx.x >> 5) * kBlocks + g) * kGroup;
+  const T* x = static_cast<const T*>(a.x) + lane * 8;  // chunk `lane` of tile 0
+  auto stage = [&](uint32_t tile, uint32_t slot) {
+    uint4* dst = slots + slot * kSlotUnits;
+    const T* src = x + (size_t)tile * (kBlocks * 256);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) cpAsync(dst + 32 * j + (lane & ~7) + ((lane ^ ((lane >> 3) + 4 * j)) & 7), src + 256 * j, 16);
+  };
+  if (warp < nFull) stage(warp, 0);
+  cpAsyncCommit();
+  for (uint32_t tile = warp, s = 0; tile < nTiles; tile += nWarps, s ^= 1) {
+    __syncwarp();  // every lane is done with the slot about to be refilled
+    if (tile + nWarps < nFull) stage(tile + nWarps, s ^ 1);
+    cpAsyncCommit();
+    if (tile < nFull) {
+      cpAsyncWait<1>();
+      __syncwarp();  // the other lanes' copies have landed too
+      fourLaneCompressBlock<T, FMT>(a, (size_t)tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
+                            readOffset + s * (kSlotUnits * 16), buf);
+    } else {
+#pragma unroll 1
+      for (int h = 0; h < 2; ++h)
+        compressBlockTile<T, FMT>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
+    }
+  }
+  cpAsyncWait<0>();
+}
+
+}  // namespace fourLane
+
+// Plain decompress (one input, no exact input, aligned pointers): each lane stages its
+// own 32 codes (units 2t and 2t + 1 of its block's 16, the pair swapped on lanes 4..7 so
+// that reads are conflict-free) and lane 0 its block's scales, D - 1 tiles ahead. The
+// next tile's codes and scales are read into registers while this tile is rotated, so
+// that the shared-memory latency is not on the path of every tile (4 warps per
+// scheduler cannot hide it). Tiles of 4 blocks: warp, warp + nWarps, ... (warp of
+// nWarps in the partition).
+template <typename T, int FMT>
+__device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_t warp, uint32_t nWarps, int g,
+                                                          int t) {
+  constexpr int D = kDecompressDepth;
+  extern __shared__ uint4 stagingArea[];
+  // 32-bit tile indices: counts >= 2^40 take the general kernel
+  const uint32_t nTiles = (uint32_t)((a.nBlocks + 3) / 4);
+  const uint32_t nFull = (uint32_t)(a.count / 1024);
+  const int b = (threadIdx.x >> 5) * 4 + g;  // this block's index in the CTA's tile
+  const int swap = (t >> 2) & 1;
+  auto codesAt = [&](int slot) { return stagingArea + slot * kDecompressSlot + b * kCodesGroup + 2 * t; };
+  auto scalesAt = [&](int slot) {
+    return reinterpret_cast<float2*>(stagingArea + slot * kDecompressSlot + kWarps * 4 * kCodesGroup) + b;
+  };
+  float4* buf = reinterpret_cast<float4*>(stagingArea + D * kDecompressSlot) + b * kXposeGroup;
+  const uint8_t* in = static_cast<const uint8_t*>(a.in.ptr[0]);
+  const float* sc = reinterpret_cast<const float*>(in + a.scalesOffset);
+  const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  auto stage = [&](uint32_t tile, int slot) {
+    const size_t block = (size_t)tile * 4 + g;
+    const uint8_t* src = in + TACO_HEADER_BYTES + block * 256 + 32 * t;
+    cpAsync(codesAt(slot) + swap, src, 16);
+    cpAsync(codesAt(slot) + (swap ^ 1), src + 16, 16);
+    if (t == 0) cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+  };
+  // this lane's codes and its block's scales of the tile in `slot` (landed: waited for)
+  uint4 cw[2];
+  float2 sp;
+  auto fetch = [&](int slot) {
+    __syncwarp();  // lane 0's copy of the scales has landed too
+    sp = *scalesAt(slot);
+    cw[0] = codesAt(slot)[swap];
+    cw[1] = codesAt(slot)[swap ^ 1];
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    if (warp + i * nWarps < nFull) stage(warp + i * nWarps, i);
+    cpAsyncCommit();
+  }
+  if (warp < nFull) {
+    cpAsyncWait<D - 2>();
+    fetch(0);
+  }
+  int s = 0;
+  T* y = static_cast<T*>(a.y);
+  for (uint32_t tile = warp; tile < nTiles; tile += nWarps) {
+    // refills the slot of the tile before this one, read (fetched) one iteration ago,
+    // before this iteration's first __syncwarp
+    const int ahead = s == 0 ? D - 1 : s - 1;
+    const uint32_t far = tile + (D - 1) * nWarps;
+    if (far < nFull) stage(far, ahead);
+    cpAsyncCommit();
+    const size_t block = (size_t)tile * 4 + g;
+    float v[kPerThread];
+    if (tile < nFull) {
+      const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        uint8_t c[16];
+        memcpy(c, &cw[k], 16);
+        float f[16];
+        decodeChunk<16, FMT>(c, f);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
+      }
+      const int nextSlot = s + 1 == D ? 0 : s + 1;
+      if (tile + nWarps < nFull) {
+        cpAsyncWait<D - 2>();  // the next tile's copies (this thread's)
+        fetch(nextSlot);
+      }
+      transposedFwht(v, buf + 9 * t, buf + t);
+      T* out = y + block * 256 + 4 * t;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
+    } else {
+      const bool active = block < a.nBlocks;
+      accumulateTile<T, FMT>(a, block, t, active, v);
+      if (active) storeValues<T>(y, block, t, a, v);
+    }
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+}
+
+}  // namespace rotated256
+
+}  // namespace dev
+}  // namespace taco

@@ -1,0 +1,214 @@
+// Launch policy of the codec kernels (codec/kernels.cu): the grid size per kernel,
+// the kernel and its dynamic shared memory for a codec, and the four launchers that
+// codec.h exports; and the host helpers of device/args.h.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "codec/device/rotated256.cuh"  // the staging constants (shared memory sizes)
+#include "codec/kernels.h"
+
+namespace taco {
+namespace dev {
+namespace {
+
+// Per-device attributes, queried once per device.
+int deviceAttribute(cudaDeviceAttr attr, int fallback) {
+  static int cache[64][2] = {};
+  const int slot = attr == cudaDevAttrMultiProcessorCount ? 0 : 1;
+  int device = 0;
+  cudaGetDevice(&device);
+  if (device < 0 || device >= 64) return fallback;
+  if (cache[device][slot] == 0) {
+    int c = 0;
+    cudaDeviceGetAttribute(&c, attr, device);
+    cache[device][slot] = c > 0 ? c : fallback;
+  }
+  return cache[device][slot];
+}
+
+}  // namespace
+
+int smCount() { return deviceAttribute(cudaDevAttrMultiProcessorCount, 132); }
+size_t l2Bytes() { return (size_t)deviceAttribute(cudaDevAttrL2CacheSize, 50 << 20); }
+
+cudaError_t allowSharedMemory(const void* kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;
+  int device = 0;
+  cudaGetDevice(&device);
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.count({kernel, device})) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e == cudaSuccess) done.insert({kernel, device});
+  return e;
+}
+
+size_t genericCompressSmemBytes(tacoDataType_t dtype) {
+  return dtype == tacoFloat32 ? (size_t)Stage<float>::kCompressDepth * Stage<float>::kCompressSlot
+                              : (size_t)Stage<__half>::kCompressDepth * Stage<__half>::kCompressSlot;
+}
+size_t genericDecompressSmemBytes(tacoDataType_t dtype) {
+  return dtype == tacoFloat32 ? (size_t)Stage<float>::kDecompressDepth * Stage<float>::kDecompressSlot
+                              : (size_t)Stage<__half>::kDecompressDepth * Stage<__half>::kDecompressSlot;
+}
+size_t rotated256CompressSmemBytes(tacoDataType_t dtype) {
+  return (size_t)(dtype == tacoFloat32 ? rotated256::kCompressUnits : rotated256::fourLane::kUnits) * 16;
+}
+size_t rotated256DecompressSmemBytes(tacoDataType_t) { return (size_t)rotated256::kDecompressUnits * 16; }
+
+bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p & 15) == 0; }
+
+Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
+  const CodecDesc* d = codecById(codec.id);
+  const WireLayout w = wireLayout(codec, count, dtype);
+  Args a{};
+  a.k.fmt = d->format;
+  a.k.rotate = d->rotate;
+  a.k.adaptive = d->adaptive;
+  a.k.B = d->blocked ? codec.blockSize : 1;
+  a.k.log2B = 0;
+  while ((1 << a.k.log2B) < a.k.B) ++a.k.log2B;
+  a.k.tpb = d->blocked ? codec.blockSize / kPerThread : 1;
+  a.k.c = d->rotate ? (float)(1.0 / sqrt((double)codec.blockSize)) : 1.0f;
+  a.k.id = (uint8_t)codec.id;
+  a.k.version = (uint8_t)d->formatVersion;
+  a.count = count;
+  a.nBlocks = w.nBlocks;
+  a.scalesOffset = w.scalesOffset;
+  a.codesEnd = w.codesOffset + w.codesBytes;
+  a.scalesEnd = w.scalesOffset + w.scalesBytes;
+  a.totalBytes = w.totalBytes;
+  a.dtype = (uint8_t)dtype;
+  return a;
+}
+
+}  // namespace dev
+
+namespace {
+
+using namespace dev;
+
+// The grid's cap in CTAs per SM (beyond it each warp loops over tiles). Measured on the H200 at
+// 2^28 elements, caps 8 … 128 side by side in one run (docs/codecs.md, "Grid size"): the kernels
+// with little work per byte — every fp32 kernel, the element codecs, the general block kernel's
+// 16-bit compress — are fastest with many short-lived CTAs (128 per SM, ~2 tiles per warp at 2^28:
+// the block scheduler keeps every SM busy to the end, where a long-lived grid leaves SMs idle
+// behind the slowest ones; fp32 decompress +9 %, fp8-block bf16 compress +20 %); the
+// issue-bound 16-bit rotated kernels want few, each warp's software pipeline filling once per
+// CTA (compress 8, decompress 32); the general kernel's 16-bit decompress is best at 64.
+// Decompress-reduce-compress keeps the earlier 8 (not re-measured).
+template <typename T, int MODE>
+int ctasPerSm(bool blocked, bool rotated256Path) {
+  if (!blocked) return 128;
+  if (MODE == kReduceCompress) return 8;
+  if (sizeof(T) == 2 && rotated256Path) return MODE == kCompress ? 8 : 32;
+  if (sizeof(T) == 2 && MODE == kAccumulate) return 64;
+  return 128;
+}
+
+// The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
+// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4.
+template <typename T, int MODE>
+KernelFn blockKernel(tacoDataType_t dtype, int fmt, bool fastPath, size_t& smem) {
+  if constexpr (MODE != kReduceCompress) {
+    if (fastPath) {
+      smem = MODE == kCompress ? rotated256CompressSmemBytes(dtype) : rotated256DecompressSmemBytes(dtype);
+      return rotated256KernelFor<T, MODE>(fmt);
+    }
+  }
+  smem = MODE == kCompress     ? genericCompressSmemBytes(dtype)
+         : MODE == kAccumulate ? genericDecompressSmemBytes(dtype)
+                               : 0;
+  return blockCodecKernelFor<T, MODE>(fmt);
+}
+
+template <typename T, int MODE>
+cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
+  const CodecDesc* d = codecById(a.k.id);
+  const int sms = smCount();
+  const bool fastPath = d->blocked && takesRotated256Kernel(a, MODE);
+  size_t work;
+  if (d->blocked) {
+    // blocks per warp tile: four lanes per block in the 16-bit rotated compress
+    const bool fourLanePath = MODE == kCompress && sizeof(T) == 2 && fastPath;
+    const int groupsPerWarp = fourLanePath ? rotated256::fourLane::kBlocks : 32 / a.k.tpb;
+    work = (a.nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;  // threads wanted
+  } else {
+    work = (a.count + Vec<T>::V - 1) / Vec<T>::V;
+  }
+  size_t grid = (work + kThreads - 1) / kThreads;
+  const size_t maxGrid = (size_t)sms * ctasPerSm<T, MODE>(d->blocked, fastPath);
+  if (grid > maxGrid) grid = maxGrid;
+  if (grid == 0) grid = 1;
+  if (d->blocked) {
+    size_t smem;
+    const KernelFn kernel = blockKernel<T, MODE>((tacoDataType_t)a.dtype, d->format, fastPath, smem);
+    cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+    if (e != cudaSuccess) return e;
+    kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
+  } else {
+    const KernelFn kernel = elementCodecKernelFor<T, MODE>(d->format);
+    kernel<<<(unsigned)grid, kThreads, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+template <int MODE>
+cudaError_t launch(Args& a, tacoDataType_t dtype, cudaStream_t stream) {
+  a.vec = aligned16(a.x) && aligned16(a.y) && aligned16(a.out);
+  for (int q = 0; q < a.in.n; ++q) a.vec = a.vec && aligned16(a.in.ptr[q]);
+  const size_t elemBytes = dtype == tacoFloat32 ? 4 : 2;
+  a.streamOut = a.y != nullptr && a.count * elemBytes > l2Bytes();  // measured: fp32 decompress +2 %
+  switch (dtype) {
+    case tacoFloat32: return launchTyped<float, MODE>(a, stream);
+    case tacoFloat16: return launchTyped<__half, MODE>(a, stream);
+    case tacoBfloat16: return launchTyped<__nv_bfloat16, MODE>(a, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+cudaError_t launchCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t dtype, void* out,
+                           cudaStream_t stream) {
+  Args a = makeArgs(codec, count, dtype);
+  a.x = x;
+  a.out = static_cast<uint8_t*>(out);
+  return launch<kCompress>(a, dtype, stream);
+}
+
+cudaError_t launchDecompress(tacoCodec_t codec, const void* in, void* y, size_t count, tacoDataType_t dtype,
+                             cudaStream_t stream) {
+  Args a = makeArgs(codec, count, dtype);
+  a.in.n = 1;
+  a.in.ptr[0] = in;
+  a.y = y;
+  return launch<kAccumulate>(a, dtype, stream);
+}
+
+cudaError_t launchDecompressAccumulate(tacoCodec_t codec, const AccumInputs& in, const void* exact, void* y,
+                                       size_t count, tacoDataType_t dtype, cudaStream_t stream) {
+  Args a = makeArgs(codec, count, dtype);
+  a.in = in;
+  a.x = exact;
+  a.y = y;
+  return launch<kAccumulate>(a, dtype, stream);
+}
+
+cudaError_t launchDecompressReduceCompress(tacoCodec_t codec, const AccumInputs& in, const void* exact,
+                                           void* out, void* y, size_t count, tacoDataType_t dtype,
+                                           cudaStream_t stream) {
+  Args a = makeArgs(codec, count, dtype);
+  a.in = in;
+  a.x = exact;
+  a.out = static_cast<uint8_t*>(out);
+  a.y = y;
+  return launch<kReduceCompress>(a, dtype, stream);
+}
+
+}  // namespace taco
