@@ -117,7 +117,7 @@ def test_zero_and_tiny_blocks():
     assert np.isclose(s6 * 31, s8 * 127, rtol=1e-6)
 
 
-def test_accuracy_between_int8_and_int4():
+def test_error_about_16x_int8_hadamard():
     x = np.random.default_rng(4).laplace(size=1 << 16).astype(np.float32)
 
     def nmse(c):
