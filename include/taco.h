@@ -92,7 +92,8 @@ typedef enum {
   tacoCodecInt8Hadamard = 5, /* Walsh-Hadamard rotation + per-block absmax INT8 */
   tacoCodecInt8Block = 6,    /* per-block absmax INT8 */
   tacoCodecInt4Block = 7,    /* per-block absmax INT4: a deliberately lossy control */
-  tacoNumCodecs = 8
+  tacoCodecInt6Hadamard = 8, /* Walsh-Hadamard rotation + per-block absmax INT6 (3/4 byte per element) */
+  tacoNumCodecs = 9
 } tacoCodecId_t;
 
 /* A codec and its parameters, passed by value. Obtain one from tacoCodecFind. */
@@ -107,7 +108,7 @@ typedef struct {
   const char* description; /* one line */
   int id;                  /* tacoCodecId_t */
   int blockSize;           /* as in the tacoCodec_t */
-  int codeBits;            /* bits per element on the wire (8, 4, 16; 0 = input width) */
+  int codeBits;            /* bits per element on the wire (8, 6, 4, 16; 0 = input width) */
   int scalesPerBlock;      /* fp32 scales stored per block */
   int rotated;             /* 1 if a Walsh-Hadamard rotation is applied */
   int formatVersion;       /* wire format version written in the header */

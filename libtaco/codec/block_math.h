@@ -48,6 +48,7 @@ TACO_HD float formatMax(CodeFormat f) {
     case kFmtE4M3: return 448.0f;
     case kFmtE5M2: return 57344.0f;
     case kFmtInt8: return 127.0f;
+    case kFmtInt6: return 31.0f;
     case kFmtInt4: return 7.0f;
     default: return 1.0f;
   }
@@ -64,11 +65,12 @@ TACO_HD uint8_t encode(float v, CodeFormat f) {
     case kFmtE4M3: return (uint8_t)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
     case kFmtE5M2: return (uint8_t)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2);
     case kFmtInt8:
+    case kFmtInt6:
     case kFmtInt4: {
       const float lim = formatMax(f);
       float r = rintf(v);  // round half to even
       r = r > lim ? lim : (r < -lim ? -lim : r);
-      return (uint8_t)(int8_t)(int)r;  // int4 keeps the low nibble
+      return (uint8_t)(int8_t)(int)r;  // int6 / int4: the packing keeps the low 6 / 4 bits
     }
     default: return 0;
   }
@@ -79,9 +81,25 @@ TACO_HD float decode(uint8_t c, CodeFormat f) {
     case kFmtE4M3: return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E4M3)));
     case kFmtE5M2: return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E5M2)));
     case kFmtInt8: return (float)(int8_t)c;
+    case kFmtInt6: return (float)(int8_t)(uint8_t)(c << 2) / 4.0f;  // sign-extend the low 6 bits
     case kFmtInt4: return (float)(int8_t)(uint8_t)(c << 4) / 16.0f;  // sign-extend the low nibble
     default: return 0.0f;
   }
+}
+
+// INT6 on the wire: codes c0..c3 (6-bit two's complement, the low bits of encode()'s
+// bytes) as the little-endian 24-bit word c0 | c1 << 6 | c2 << 12 | c3 << 18, three
+// bytes (docs/format.md). Two's complement, as INT8 and INT4: code 0 is zero bits, so
+// zero and NaN blocks (NaN code 0) are zero bytes, and decoding is a sign extension.
+TACO_HD uint32_t packInt6(const uint8_t* c) {
+  return (uint32_t)(c[0] & 0x3f) | ((uint32_t)(c[1] & 0x3f) << 6) | ((uint32_t)(c[2] & 0x3f) << 12) |
+         ((uint32_t)(c[3] & 0x3f) << 18);
+}
+TACO_HD void unpackInt6(uint32_t w, uint8_t* c) {
+  c[0] = (uint8_t)(w & 0x3f);
+  c[1] = (uint8_t)((w >> 6) & 0x3f);
+  c[2] = (uint8_t)((w >> 12) & 0x3f);
+  c[3] = (uint8_t)((w >> 18) & 0x3f);
 }
 
 // |x| with NaN mapped to +inf, so that max() is exact and NaN-safe.

@@ -86,6 +86,38 @@ tacoResult_t checkHeader(const uint8_t* in, int q, tacoCodec_t codec, const Host
   return tacoSuccess;
 }
 
+// Codes i .. i+3 of a block (i a multiple of 4) to and from the block's wire bytes bc.
+void storeCodes4(uint8_t* bc, int i, const uint8_t (&c)[4], CodeFormat f) {
+  switch (f) {
+    case kFmtInt4:
+      bc[i / 2] = (uint8_t)((c[0] & 0xf) | (c[1] << 4));
+      bc[i / 2 + 1] = (uint8_t)((c[2] & 0xf) | (c[3] << 4));
+      break;
+    case kFmtInt6: {
+      const uint32_t w = packInt6(c);
+      uint8_t* p = bc + i / 4 * 3;
+      p[0] = (uint8_t)w;
+      p[1] = (uint8_t)(w >> 8);
+      p[2] = (uint8_t)(w >> 16);
+      break;
+    }
+    default: memcpy(bc + i, c, 4);
+  }
+}
+void loadCodes4(const uint8_t* bc, int i, uint8_t (&c)[4], CodeFormat f) {
+  switch (f) {
+    case kFmtInt4:
+      for (int k = 0; k < 4; ++k) c[k] = (uint8_t)((bc[(i + k) / 2] >> (4 * (k & 1))) & 0xf);
+      break;
+    case kFmtInt6: {
+      const uint8_t* p = bc + i / 4 * 3;
+      unpackInt6((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16), c);
+      break;
+    }
+    default: memcpy(c, bc + i, 4);
+  }
+}
+
 // Compresses one block v[0..B) (destroyed) into codes/scales of block `blk`;
 // leaves the decoded codes in v and returns the decode multiplier.
 float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales, size_t blk) {
@@ -119,14 +151,14 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
     qs.s = canonicalNaN();
     alpha = canonicalNaN();
   }
-  const bool nib = f == kFmtInt4;
-  uint8_t* bc = codes + blk * (nib ? B / 2 : B);
-  for (int i = 0; i < B; ++i) {
-    uint8_t c = bad ? formatNaNCode(f) : encode(v[i] * qs.inv, f);
-    v[i] = decode(nib ? (uint8_t)(c & 0xf) : c, f);
-    if (!nib) bc[i] = c;
-    else if (i % 2 == 0) bc[i / 2] = (uint8_t)(c & 0xf);
-    else bc[i / 2] = (uint8_t)(bc[i / 2] | (c << 4));
+  uint8_t* bc = codes + codeBytes(f, blk * (size_t)B);
+  for (int i = 0; i < B; i += 4) {
+    uint8_t c[4];
+    for (int k = 0; k < 4; ++k) {
+      c[k] = bad ? formatNaNCode(f) : encode(v[i + k] * qs.inv, f);
+      v[i + k] = decode(c[k], f);
+    }
+    storeCodes4(bc, i, c, f);
   }
   if (h.d->adaptive) {
     scales[2 * blk] = alpha;
@@ -141,17 +173,19 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
 void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout& w, size_t blk, float* v) {
   const int B = h.B;
   const CodeFormat f = h.d->format;
-  const bool nib = f == kFmtInt4;
   for (int i = 0; i < B; ++i) v[i] = 0.0f;
   for (int q = 0; q < in.n; ++q) {
     const uint8_t* base = static_cast<const uint8_t*>(in.ptr[q]);
     const float* sc = reinterpret_cast<const float*>(base + w.scalesOffset);
     const float d = h.d->adaptive ? decodeScale(sc[2 * blk + 1], sc[2 * blk], h.c) : decodeScale(sc[blk], 1.0f, h.c);
-    const uint8_t* bc = base + w.codesOffset + blk * (nib ? B / 2 : B);
-    for (int i = 0; i < B; ++i) {
-      uint8_t c = nib ? (uint8_t)((bc[i / 2] >> (4 * (i & 1))) & 0xf) : bc[i];
-      float x = decode(c, f) * d;
-      v[i] = q == 0 ? x : v[i] + x;
+    const uint8_t* bc = base + w.codesOffset + codeBytes(f, blk * (size_t)B);
+    for (int i = 0; i < B; i += 4) {
+      uint8_t c[4];
+      loadCodes4(bc, i, c, f);
+      for (int k = 0; k < 4; ++k) {
+        const float x = decode(c[k], f) * d;
+        v[i + k] = q == 0 ? x : v[i + k] + x;
+      }
     }
   }
   if (h.d->rotate) fwhtHost(v, B);

@@ -9,9 +9,10 @@
 // with four lanes per block, namespace rotated256::fourLane, the rest with eight).
 //
 // Memory traffic per element (the kernels' only global accesses): compress
-// reads the input once and writes 1 byte (+ 4 or 8 bytes of scales per block);
-// decompress-accumulate reads k codes and the optional exact input and writes
-// the output once; decompress-reduce-compress does both in one pass.
+// reads the input once and writes 1 byte (3/4 for INT6, 1/2 for INT4; + 4 or 8
+// bytes of scales per block); decompress-accumulate reads k codes and the optional
+// exact input and writes the output once; decompress-reduce-compress does both in
+// one pass.
 #include "codec/kernels.h"
 
 #include "codec/device/element.cuh"
@@ -27,7 +28,8 @@ __device__ __forceinline__ uint32_t nWarps32() { return (gridDim.x * blockDim.x)
 
 template <typename T, int MODE, int FMT>
 __global__ void __launch_bounds__(kThreads, MODE == kCompress && sizeof(T) == 4 ? 3 : 2) rotated256Kernel(const Args a) {
-  static_assert(MODE != kReduceCompress && FMT != kFmtInt4, "no B = 256 fast path for this kernel");
+  static_assert(MODE != kReduceCompress && FMT != kFmtInt4 && FMT != kFmtInt6,
+                "no B = 256 fast path for this kernel");
   const int lane = threadIdx.x & 31, t = lane & 7, g = lane >> 3;
   const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const size_t nWarps = ((size_t)gridDim.x * blockDim.x) >> 5;
@@ -61,7 +63,8 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) blockCode
 
   if constexpr (MODE == kCompress) {
     genericCompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
-  } else if (MODE == kAccumulate && FMT != kFmtInt4 && a.vec && a.in.n == 1 && a.x == nullptr && inputsOk) {
+  } else if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
+             inputsOk) {  // the staged decompress copies a byte per code
     genericDecompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
   } else {
     generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t, inputsOk);
@@ -88,6 +91,7 @@ KernelFn blockCodecKernelFor(int fmt) {
     case kFmtE4M3: return blockCodecKernel<T, MODE, kFmtE4M3>;
     case kFmtE5M2: return blockCodecKernel<T, MODE, kFmtE5M2>;
     case kFmtInt8: return blockCodecKernel<T, MODE, kFmtInt8>;
+    case kFmtInt6: return blockCodecKernel<T, MODE, kFmtInt6>;
     default: return blockCodecKernel<T, MODE, kFmtInt4>;
   }
 }

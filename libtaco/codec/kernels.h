@@ -17,7 +17,7 @@ using KernelFn = void (*)(const Args);
 template <typename T, int MODE>
 KernelFn rotated256KernelFor(int fmt);
 
-// blockCodecKernel: fmt kFmtE4M3, kFmtE5M2, kFmtInt8 or kFmtInt4 (the default).
+// blockCodecKernel: fmt kFmtE4M3, kFmtE5M2, kFmtInt8, kFmtInt6 or kFmtInt4 (the default).
 template <typename T, int MODE>
 KernelFn blockCodecKernelFor(int fmt);
 

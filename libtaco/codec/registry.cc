@@ -20,6 +20,8 @@ static const CodecDesc kCodecs[] = {
     {tacoCodecInt8Block, "int8-block", "per-block absmax INT8", kFmtInt8, true, false, false, 256, 1},
     {tacoCodecInt4Block, "int4-block", "per-block absmax INT4 (a deliberately lossy control)", kFmtInt4, true,
      false, false, 32, 1},
+    {tacoCodecInt6Hadamard, "int6-hadamard", "Walsh-Hadamard rotation + per-block absmax INT6, 3/4 byte per element",
+     kFmtInt6, true, true, false, 256, 1},
 };
 static_assert(sizeof(kCodecs) / sizeof(kCodecs[0]) == tacoNumCodecs, "one registry entry per codec id");
 
@@ -63,7 +65,7 @@ tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, 
   const CodecDesc* d = codecByName(name);
   TACO_ARG(d != nullptr,
            "%s : %s argument '%s': unknown codec '%s' (known: none, bf16, taco, taco-e5m2, fp8-block, "
-           "int8-hadamard, int8-block, int4-block)",
+           "int8-hadamard, int8-block, int4-block, int6-hadamard)",
            what, arg, spec, name);
   tacoCodec_t c = {d->id, d->defaultBlock};
   if (colon != nullptr) {
@@ -102,7 +104,7 @@ WireLayout wireLayout(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   } else {
     const size_t B = (size_t)codec.blockSize;
     w.nBlocks = (count + B - 1) / B;
-    w.codesBytes = w.nBlocks * (d->format == kFmtInt4 ? B / 2 : B);
+    w.codesBytes = codeBytes(d->format, w.nBlocks * B);
   }
   w.scalesOffset = w.codesOffset + roundUp16(w.codesBytes);
   w.scalesBytes = w.nBlocks * (d->adaptive ? 8 : 4);

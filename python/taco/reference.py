@@ -17,7 +17,7 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
     m     = max |Z'|;  c = 1/sqrt(B) (rotation) else 1
     lift  = 2^64 if not ASH and m0 < 2^-64 else 1;  x = x * lift   (before the rotation)
     s     = ((m * c) / Qmax) / lift;  inv = Qmax / m  (0 if m == 0)
-    q     = encode(Z' * inv)                (FP8 satfinite RNE; INT round-half-even)
+    q     = encode(Z' * inv)                (FP8 satfinite RNE; INT round-half-even, clamped to +-Qmax)
     decode: d = (s * c) / alpha;  W = decode(q) * d;  y = FWHT(W) (rotation) else W
 
 Accumulation of k compressed inputs plus an optional exact input, in order:
@@ -51,9 +51,10 @@ CODECS = {
     "int8-hadamard": (5, "int8", True, True, False, 256, 1),
     "int8-block": (6, "int8", True, False, False, 256, 1),
     "int4-block": (7, "int4", True, False, False, 32, 1),
+    "int6-hadamard": (8, "int6", True, True, False, 256, 1),
 }
-_QMAX = {"e4m3": 448.0, "e5m2": 57344.0, "int8": 127.0, "int4": 7.0}
-_NAN_CODE = {"e4m3": 0x7F, "e5m2": 0x7F, "int8": 0, "int4": 0}
+_QMAX = {"e4m3": 448.0, "e5m2": 57344.0, "int8": 127.0, "int6": 31.0, "int4": 7.0}
+_NAN_CODE = {"e4m3": 0x7F, "e5m2": 0x7F, "int8": 0, "int6": 0, "int4": 0}
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(ml_dtypes.bfloat16): 2}
 
 
@@ -90,10 +91,15 @@ class _Codec:
             codes = count * (2 if self.fmt == "bf16" else np.dtype(dtype).itemsize)
         else:
             nblocks = -(-count // self.B)
-            codes = nblocks * (self.B // 2 if self.fmt == "int4" else self.B)
+            codes = nblocks * _block_code_bytes(self.fmt, self.B)
         scales_off = HEADER_BYTES + _round16(codes)
         scales = nblocks * (8 if self.adaptive else 4)
         return nblocks, codes, scales_off, scales, scales_off + _round16(scales)
+
+
+def _block_code_bytes(fmt: str, B: int) -> int:
+    """Bytes of one block's codes: INT4 two codes per byte, INT6 four codes per three bytes."""
+    return B // 2 if fmt == "int4" else (B // 4 * 3 if fmt == "int6" else B)
 
 
 def _round16(n: int) -> int:
@@ -147,7 +153,9 @@ def _encode(v: np.ndarray, fmt: str) -> np.ndarray:
         return np.clip(v, -57344.0, 57344.0).astype(np.float32).astype(ml_dtypes.float8_e5m2).view(np.uint8)
     lim = _QMAX[fmt]
     r = np.clip(np.rint(v), -lim, lim).astype(np.int8)
-    return r.view(np.uint8) if fmt == "int8" else (r.view(np.uint8) & 0xF)
+    if fmt == "int8":
+        return r.view(np.uint8)
+    return r.view(np.uint8) & (0x3F if fmt == "int6" else 0xF)  # the low 6 or 4 bits, two's complement
 
 
 def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
@@ -157,7 +165,24 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
         return codes.view(ml_dtypes.float8_e5m2).astype(np.float32)
     if fmt == "int8":
         return codes.view(np.int8).astype(np.float32)
+    if fmt == "int6":
+        return ((codes.astype(np.uint8) << 2).view(np.int8) >> 2).astype(np.float32)  # sign-extend 6 bits
     return ((codes.astype(np.uint8) << 4).view(np.int8) >> 4).astype(np.float32)  # int4 nibble
+
+
+def _pack_int6(codes: np.ndarray) -> np.ndarray:
+    """(n, B) 6-bit codes -> (n, 3B/4) bytes: codes 4k..4k+3 as the little-endian 24-bit word
+    c0 | c1 << 6 | c2 << 12 | c3 << 18 in bytes 3k..3k+2 (docs/format.md)."""
+    c = codes.astype(np.uint32).reshape(codes.shape[0], -1, 4) & 0x3F
+    w = c[..., 0] | (c[..., 1] << 6) | (c[..., 2] << 12) | (c[..., 3] << 18)
+    return np.stack([w & 0xFF, (w >> 8) & 0xFF, w >> 16], axis=-1).astype(np.uint8).reshape(codes.shape[0], -1)
+
+
+def _unpack_int6(packed: np.ndarray) -> np.ndarray:
+    """The inverse of _pack_int6: (n, 3B/4) bytes -> (n, B) 6-bit codes."""
+    b = packed.astype(np.uint32).reshape(packed.shape[0], -1, 3)
+    w = b[..., 0] | (b[..., 1] << 8) | (b[..., 2] << 16)
+    return np.stack([(w >> s) & 0x3F for s in (0, 6, 12, 18)], axis=-1).astype(np.uint8).reshape(packed.shape[0], -1)
 
 
 def _compress_blocks(c: _Codec, v: np.ndarray):
@@ -215,6 +240,8 @@ def _pack(c: _Codec, count: int, dtype, codes: np.ndarray, alpha=None, s=None) -
     wire[:HEADER_BYTES] = np.frombuffer(_header(c, count, dtype), np.uint8)
     if c.fmt == "int4":
         codes = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    elif c.fmt == "int6":
+        codes = _pack_int6(codes)
     flat = np.ascontiguousarray(codes).reshape(-1).view(np.uint8)
     wire[HEADER_BYTES:HEADER_BYTES + ncodes] = flat[:ncodes]
     if c.blocked:
@@ -245,6 +272,8 @@ def _unpack(c: _Codec, wire: np.ndarray, count: int, dtype):
         codes = np.empty((nblocks, c.B), np.uint8)
         codes[:, 0::2] = packed & 0xF
         codes[:, 1::2] = packed >> 4
+    elif c.fmt == "int6":
+        codes = _unpack_int6(payload.reshape(nblocks, c.B // 4 * 3))
     else:
         codes = payload.reshape(nblocks, c.B)
     sc = wire[scales_off:scales_off + nscales].view(np.float32)

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.gpu
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
-BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
+BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block", "int6-hadamard"]
 CODECS = BLOCKED + ["bf16", "none"]
 
 
@@ -97,7 +97,8 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
 
 
 @pytest.mark.parametrize("codec,dtype", [("taco", BF16), ("taco", np.dtype(np.float32)),
-                                         ("fp8-block", np.dtype(np.float16)), ("int8-hadamard", BF16)])
+                                         ("fp8-block", np.dtype(np.float16)), ("int8-hadamard", BF16),
+                                         ("int6-hadamard", BF16)])
 def test_gpu_matches_host_at_2_28(cupy, codec, dtype):
     n = (1 << 28) + 3
     rng = cupy.random.default_rng(1)
@@ -113,7 +114,7 @@ def test_gpu_matches_host_at_2_28(cupy, codec, dtype):
 
 
 @pytest.mark.parametrize("offset", [1, 3, 5])
-@pytest.mark.parametrize("codec", ["taco", "fp8-block", "int4-block", "bf16"])
+@pytest.mark.parametrize("codec", ["taco", "fp8-block", "int4-block", "int6-hadamard", "bf16"])
 def test_unaligned_pointers(cupy, codec, offset):
     n = 3000
     x = data(n + offset, np.dtype(np.float32), seed=offset)
@@ -200,7 +201,7 @@ def exponent_sweep(dtype, nblocks=256, seed=7):
     return (x * np.ldexp(1.0, e)[:, None]).astype(np.float32).astype(dtype).reshape(-1)
 
 
-@pytest.mark.parametrize("codec", ["taco", "taco-e5m2", "int8-hadamard", "fp8-block"])
+@pytest.mark.parametrize("codec", ["taco", "taco-e5m2", "int8-hadamard", "fp8-block", "int6-hadamard"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_gpu_matches_host_across_the_exponent_range(cupy, codec, dtype):
     # 65,536 elements: whole 2,048-element tiles with aligned buffers (the B = 256 fast

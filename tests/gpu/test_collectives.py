@@ -11,7 +11,7 @@ pytestmark = pytest.mark.gpu
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
-CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "bf16", "none"]
+CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int6-hadamard", "bf16", "none"]
 
 
 def _gpu_or_skip():

@@ -124,7 +124,9 @@ static void test_codec_find(void) {
                   {"taco-e5m2", tacoCodecTacoE5M2},
                   {"fp8-block", tacoCodecFp8Block},
                   {"int8-hadamard", tacoCodecInt8Hadamard},
-                  {"int8-block", tacoCodecInt8Block}};
+                  {"int8-block", tacoCodecInt8Block},
+                  {"int4-block", tacoCodecInt4Block},
+                  {"int6-hadamard", tacoCodecInt6Hadamard}};
     size_t i;
     for (i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
       TEST_ASSERT_MSG(tacoCodecFind(kNames[i].name, &c) == tacoSuccess, "codec '%s'", kNames[i].name);
@@ -141,6 +143,16 @@ static void test_codec_find(void) {
   TEST_ASSERT_EQ_INT(info.scalesPerBlock, 2);
   TEST_ASSERT_EQ_INT(info.rotated, 1);
   TEST_ASSERT(info.formatVersion >= 1);
+
+  /* int6-hadamard: 6-bit codes, one scale, rotated; 3/4 byte per element + 4 per block. */
+  TEST_ASSERT_EQ_INT(tacoCodecFind("int6-hadamard", &c), tacoSuccess);
+  TEST_ASSERT_EQ_INT(c.blockSize, 256);
+  TEST_ASSERT_EQ_INT(tacoCodecGetInfo(c, &info), tacoSuccess);
+  TEST_ASSERT_EQ_INT(info.codeBits, 6);
+  TEST_ASSERT_EQ_INT(info.scalesPerBlock, 1);
+  TEST_ASSERT_EQ_INT(info.rotated, 1);
+  TEST_ASSERT_EQ_INT(tacoCompressedSize(c, 1 << 20, tacoBfloat16, &s1), tacoSuccess);
+  TEST_ASSERT_EQ_SIZE(s1, TACO_HEADER_BYTES + (size_t)3 * (1 << 18) + 4 * 4096);
 
   /* Bad specs: unknown names, malformed or out-of-range block sizes. */
   expect_bad_spec("no-such-codec", "no-such-codec", __LINE__);

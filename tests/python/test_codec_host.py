@@ -8,7 +8,7 @@ from taco import reference as ref
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
-BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
+BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block", "int6-hadamard"]
 ELEMENTWISE = ["bf16", "none"]
 
 
@@ -109,9 +109,45 @@ def test_non_finite_input_makes_its_block_non_finite(codec, bad, dtype):
     assert not np.isfinite(acc.astype(np.float32)[B + 5])
 
 
+def edge_blocks(dtype, B):
+    """Blocks of B side by side: ordinary, zero, NaN, +Inf, -Inf, tiny (below the 2^-64 lift),
+    fp32-subnormal, a lone smallest subnormal, constant, and huge (the rotation overflows
+    fp32 for fp32/bf16; fp16's largest values); the last block cut short."""
+    lap = lambda seed, scale: laplace(B, np.float32, seed=seed, scale=scale)  # noqa: E731
+    huge = 6e4 / 8 if dtype == np.float16 else 1e37
+    blocks = [lap(1, 1.0), np.zeros(B, np.float32), lap(2, 1.0), lap(3, 1.0), lap(4, 1.0), lap(5, 1e-25),
+              lap(6, 1e-41), np.zeros(B, np.float32), np.full(B, -0.75, np.float32), lap(7, huge), lap(8, 1.0)]
+    blocks[2][7] = np.nan
+    blocks[3][0] = np.inf
+    blocks[4][B - 1] = -np.inf
+    blocks[7][3] = np.float32(1e-45)
+    return np.concatenate(blocks)[:-5].astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("block", [32, 256, 1024])
+@pytest.mark.parametrize("codec", ["int8-hadamard", "int6-hadamard"])
+def test_rotated_int_codecs_at_the_edges_match_reference(codec, block, dtype):
+    """int6-hadamard treats zero, non-finite, tiny and huge blocks exactly as int8-hadamard
+    does, and the host twin matches the spec bit for bit on all of them."""
+    s = spec(codec, block)
+    x = edge_blocks(dtype, block)
+    wire = taco.compress(x, s)
+    assert np.array_equal(wire, ref.compress(x, s)), "wire bytes differ from the numpy spec"
+    y = taco.decompress(wire, s, x.size, dtype)
+    assert same_bits(y, ref.decompress(wire, s, x.size, dtype))
+    yf = y.astype(np.float32).reshape(-1)
+    B = block
+    assert np.all(yf[B:2 * B] == 0.0)
+    assert np.all(np.isnan(yf[2 * B:5 * B])), "NaN / Inf blocks decode to NaN"
+    assert np.all(np.isfinite(yf[:B])) and np.all(np.isfinite(yf[5 * B:9 * B]))
+    if dtype != np.float16:  # fp16's own range can overflow on output (as NCCL's fp16 sum does)
+        assert not np.any(np.isinf(yf)), "finite input decoded to Inf"
+
+
 # Worst NMSE of one round trip on Laplace data at unit scale (measured, with margin).
 NMSE_BOUND = {"taco": 2e-3, "taco-e5m2": 6e-3, "fp8-block": 2e-3, "int8-hadamard": 2e-4,
-              "int8-block": 4e-4, "int4-block": 4e-2, "bf16": 1e-5, "none": 0.0}
+              "int8-block": 4e-4, "int4-block": 4e-2, "int6-hadamard": 1.2e-3, "bf16": 1e-5, "none": 0.0}
 
 
 def nmse(x, y):
@@ -140,7 +176,7 @@ def test_fp32_denormals_round_trip(codec):
 @pytest.mark.parametrize("dtype,scale", [(np.float16, 3e3), (np.float16, 1e-6), (BF16, 1e37), (BF16, 1e-37)],
                          ids=["fp16-large", "fp16-subnormal", "bf16-large", "bf16-small"])
 def test_half_extremes_round_trip(codec, dtype, scale):
-    if codec == "int8-hadamard" and scale > 1e36:
+    if codec in ("int8-hadamard", "int6-hadamard") and scale > 1e36:
         scale = 1e35  # known limit: the unscaled rotation overflows fp32 within 2^10 of FLT_MAX (docs/codecs.md)
     # Laplace tails reach ~10x scale: fp16 3e3 puts the largest block maxima near 30000.
     x = laplace(1 << 12, dtype, seed=5, scale=scale)
@@ -161,6 +197,7 @@ def test_error_nmse_ordering_on_laplace():
     e = {c: nmse(x, taco.decompress(taco.compress(x, c), c, x.size, np.float32)) for c in BLOCKED + ["bf16"]}
     assert e["bf16"] < e["int8-hadamard"] < e["int8-block"] < e["fp8-block"] < e["taco-e5m2"] < e["int4-block"]
     assert e["taco"] < e["taco-e5m2"]
+    assert e["int8-hadamard"] < e["int6-hadamard"] < e["taco-e5m2"]
 
 
 def test_compressed_size_is_a_pure_function():

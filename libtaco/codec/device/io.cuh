@@ -1,6 +1,6 @@
 // Global memory accesses of the block codecs: values (T <-> fp32, with the
 // whole-block fast path and the zero padding past `count`), raw 16-byte chunks and
-// their abs-max, codes (a byte, or a nibble for INT4, per element), and the 16-byte
+// their abs-max, codes (a byte per element, a nibble for INT4, 6 bits for INT6), and the 16-byte
 // wire header (docs/format.md).
 //
 // Thread mapping assumed (the generic one): a block's tpb = B / 32 lanes hold 32
@@ -226,7 +226,47 @@ __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Arg
   }
 }
 
-// Codes of chunk j: V bytes (or V/2 for 4-bit formats) at a V-aligned offset. VEC:
+// INT6 codes of a chunk: V = 4 or 8 codes packed in 3V/4 bytes (packInt6, docs/format.md),
+// whole 24-bit words, so chunks of different threads share no byte. With aligned
+// pointers a V = 8 chunk is 2-byte aligned (a block's codes start at a multiple of
+// 3B/4 = 24k bytes, a chunk's at a multiple of 6 after that): three 16-bit accesses;
+// byte accesses otherwise.
+template <int V, bool VEC>
+__device__ __forceinline__ void loadInt6Chunk(const uint8_t* p, uint8_t (&c)[V]) {
+  if constexpr (V == 8 && VEC) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+    const uint32_t h0 = __ldg(h), h1 = __ldg(h + 1), h2 = __ldg(h + 2);
+    unpackInt6(h0 | (h1 << 16), c);  // unpackInt6 reads bits 0..23 only
+    unpackInt6((h1 >> 8) | (h2 << 8), c + 4);
+  } else {
+#pragma unroll
+    for (int k = 0; k < V / 4; ++k)
+      unpackInt6((uint32_t)p[3 * k] | ((uint32_t)p[3 * k + 1] << 8) | ((uint32_t)p[3 * k + 2] << 16), c + 4 * k);
+  }
+}
+template <int V>
+__device__ __forceinline__ void storeInt6Chunk(uint8_t* p, const uint8_t (&c)[V], bool aligned) {
+  uint32_t w[V / 4];
+#pragma unroll
+  for (int k = 0; k < V / 4; ++k) w[k] = packInt6(c + 4 * k);
+  if constexpr (V == 8) {
+    if (aligned) {
+      uint16_t* h = reinterpret_cast<uint16_t*>(p);
+      h[0] = (uint16_t)w[0];
+      h[1] = (uint16_t)((w[0] >> 16) | (w[1] << 8));
+      h[2] = (uint16_t)(w[1] >> 8);
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < V / 4; ++k) {
+    p[3 * k] = (uint8_t)w[k];
+    p[3 * k + 1] = (uint8_t)(w[k] >> 8);
+    p[3 * k + 2] = (uint8_t)(w[k] >> 16);
+  }
+}
+
+// Codes of chunk j: V bytes (V/2 for INT4, 3V/4 for INT6) at a V-aligned element offset. VEC:
 // every pointer is 16-byte aligned (a.vec), a compile-time choice so that the byte
 // loads of the unaligned path are not issued, predicated off, beside the vector load.
 template <int V, int FMT, bool VEC>
@@ -234,6 +274,10 @@ __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, in
                                           uint8_t (&c)[V]) {
   constexpr bool nib = FMT == kFmtInt4;
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  if constexpr (FMT == kFmtInt6) {
+    loadInt6Chunk<V, VEC>(codes + e0 / 4 * 3, c);
+    return;
+  }
   const uint8_t* p = codes + (nib ? e0 / 2 : e0);
   if (!nib) {
     if (VEC) {
@@ -263,6 +307,10 @@ __device__ __forceinline__ void storeCodes(uint8_t* codes, size_t block, int t, 
                                            const uint8_t (&c)[V]) {
   constexpr bool nib = FMT == kFmtInt4;
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  if constexpr (FMT == kFmtInt6) {
+    storeInt6Chunk<V>(codes + e0 / 4 * 3, c, a.vec);
+    return;
+  }
   uint8_t* p = codes + (nib ? e0 / 2 : e0);
   if (!nib) {
     if (a.vec) {
