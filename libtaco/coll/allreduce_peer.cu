@@ -208,6 +208,7 @@ PeerKernel peerKernel(int algo, int fmt) {
     case kFmtE5M2: return peerBlockKernel<T, kFmtE5M2>;
     case kFmtInt8: return peerBlockKernel<T, kFmtInt8>;
     case kFmtInt4: return peerBlockKernel<T, kFmtInt4>;
+    case kFmtInt6: return peerBlockKernel<T, kFmtInt6>;
     default: return nullptr;
   }
 }

@@ -337,7 +337,8 @@ __device__ __forceinline__ bool headerOk(const uint8_t* w, const Args& a) {
   const uint32_t* h = reinterpret_cast<const uint32_t*>(w);
   const uint32_t w1 = h[1];
   const uint64_t cnt = (uint64_t)h[2] | ((uint64_t)h[3] << 32);
-  const bool dtypeOk = a.k.fmt != kFmtRaw || (w1 >> 24) == a.dtype;  // raw payloads are typed
+  // The dtype byte names a tacoDataType_t (as the host twin checks); raw payloads are typed.
+  const bool dtypeOk = (w1 >> 24) < (uint32_t)tacoNumDataTypes && (a.k.fmt != kFmtRaw || (w1 >> 24) == a.dtype);
   return h[0] == kWireMagic && (w1 & 0xff) == a.k.id && ((w1 >> 8) & 0xff) == a.k.version &&
          ((w1 >> 16) & 0xff) == (uint32_t)a.k.log2B && cnt == a.count && dtypeOk;
 }
