@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from taco import accuracy as acc
+from taco_bench import accuracy as acc
 
 pytestmark = pytest.mark.gpu
 

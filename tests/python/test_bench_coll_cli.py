@@ -1,4 +1,4 @@
-"""`python -m taco bench coll`: argument errors are reported clearly (exit 2) before any
+"""`python -m taco bench coll` (taco_bench.coll): argument errors are reported clearly (exit 2) before any
 GPU or PyTorch is needed, and --help documents the columns."""
 import os
 import subprocess
@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+import taco
 
 
 def _run(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # the taco this test imported (installed or python/); conftest put a source taco_bench on PYTHONPATH
+    env = dict(os.environ, PYTHONPATH=str(Path(taco.__file__).resolve().parent.parent) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "taco", "bench", "coll", *args], capture_output=True, text=True,
                           env=env, timeout=120)
 

@@ -39,7 +39,7 @@ import os
 import sys
 from typing import Any
 
-from .bench_codec import parse_count
+from .codec import parse_count
 
 OPS = ("allreduce", "reduce_scatter", "allgather", "alltoall")
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -96,13 +96,13 @@ class World:
     def comms(self, codec: str, config: dict) -> list:
         """The communicators (one per local rank) for `codec`, created once."""
         if codec not in self._comms:
-            from . import comm as _comm
+            from taco import comm as _comm
 
             cfg = dict(config, codec=codec)
             if self.mode == "loopback":
                 cs = _comm.loopback(self.size, **cfg)
             elif self.mode == "torchrun":
-                from . import torch as tt
+                from taco import torch as tt
 
                 cs = [tt.communicator_from_process_group(None, **cfg)]
             elif self.mode == "mpi":
@@ -132,7 +132,7 @@ class World:
     def close(self) -> None:
         self.torch.cuda.synchronize()
         if self.mode == "torchrun":
-            from . import torch as tt
+            from taco import torch as tt
 
             tt.destroy_communicators()
         for cs in self._comms.values():
@@ -230,7 +230,7 @@ class DiyAllReduce:
             self.w.pg.all_gather_into_tensor(s_all, ss[0])
             self._dequant_sum(q_all, s_all, outs[0])
             return
-        from .comm import group
+        from taco.comm import group
 
         q_alls = [torch.empty(self.P * self.padded, dtype=torch.uint8, device=x.device) for x in xs]
         s_alls = [torch.empty(self.P * self.nb, dtype=torch.float32, device=x.device) for x in xs]
@@ -246,7 +246,7 @@ class DiyAllReduce:
 
 
 def _launcher(op: str, comms: list, xs: list, outs: list):
-    from .comm import group
+    from taco.comm import group
 
     if len(comms) == 1:
         fn = getattr(comms[0], op)
@@ -310,8 +310,8 @@ def check(world: World, op: str, count: int, outs: list, gen, dtype) -> tuple[fl
 
 
 def wire_ratio(op: str, codec: str, count: int, P: int, dname: str, fallback: int) -> float:
-    from . import codec as _codec
-    from ._arrays import itemsize
+    from taco import codec as _codec
+    from taco._arrays import itemsize
 
     esz = itemsize(dname)
     if codec == "none" or count * esz < fallback:
@@ -506,9 +506,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-J", "--json", default=None, metavar="PATH", help="also write the rows as JSON")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m taco bench coll", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None, prog: str = "python -m taco_bench coll") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     return run(p.parse_args(argv))
 
