@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import taco
 from taco import reference as ref
 from taco_bench import ablations, minilm, tp_sites
 from taco_bench import accuracy as acc
@@ -20,7 +21,7 @@ def _parts(P, n, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("codec", acc.REGISTRY + ["none"])
+@pytest.mark.parametrize("codec", taco.codecs())
 def test_host_allreduce_is_the_collective_model(codec, dtype):
     """The C-host two-shot used for speed is bit for bit reference.allreduce."""
     parts = _parts(3, 5 * 256 + 77, dtype, seed=1)
@@ -28,6 +29,16 @@ def test_host_allreduce_is_the_collective_model(codec, dtype):
     want = ref.allreduce(parts, codec)
     assert got.dtype == want.dtype
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_codec_list_is_the_library_s_in_table_order():
+    """Every library codec but the floor, none missing or extra; the 16-bit ones after the
+    8- and fewer-bit ones, each group in id order."""
+    names = acc.library_codecs()
+    assert sorted(names) == sorted(c for c in taco.codecs() if c != "none")
+    key = [(taco.codec_info(c)["code_bits"] >= 16, taco.codec_info(c)["id"]) for c in names]
+    assert key == sorted(key)
+    assert names[:2] == ["taco", "taco-e5m2"] and names[-1] == "bf16"
 
 
 def test_exact_metrics_known_answers():
@@ -107,7 +118,7 @@ def _check_table(doc, Ps=(2, 4, 8)):
     for direction in ("forward", "backward"):
         for dn in ("fp32", "bf16"):
             for P in Ps:
-                for c in acc.REGISTRY + acc.ABLATIONS + ["none"]:
+                for c in acc.library_codecs() + acc.ABLATIONS + ["none"]:
                     s = summ[(direction, dn, P, c)]
                     assert s["nonfinite"] == 0 and len(s["deciles"]) == 10
             for P in Ps:
@@ -125,7 +136,7 @@ def test_quick_synthetic_table(tmp_path, capsys):
     assert doc["info"]["source"] == "synthetic"
     _check_table(doc)
     out = capsys.readouterr().out
-    for c in acc.REGISTRY + ["pt-fp8 [ablation]", "rot-pt-fp8 [ablation]", "none [floor]"]:
+    for c in acc.library_codecs() + ["pt-fp8 [ablation]", "rot-pt-fp8 [ablation]", "none [floor]"]:
         assert c in out
 
 

@@ -196,6 +196,15 @@ def test_lr_schedule_and_offsets_are_pure():
     assert a.max() < 10000 - 65
 
 
+def test_codec_list_is_the_library_s_in_id_order():
+    import taco
+
+    names = config.library_codecs()
+    assert names == [c for c in taco.codecs() if c != "none"]
+    assert [taco.codec_info(c)["id"] for c in names] == list(range(1, len(names) + 1))
+    assert config.all_codecs() == ["exact", *names, "pt-fp8", "rot-pt-fp8"]
+
+
 def test_bad_arguments():
     with pytest.raises(SystemExit, match="codec must be"):
         run("--steps 1 --codec taco")  # cpu-exact cannot compress

@@ -53,15 +53,23 @@ import time
 import ml_dtypes
 import numpy as np
 
+import taco
 from taco import reference as ref
 
 from . import minilm
 from .ablations import ABLATIONS, allreduce_pertensor, is_rotated, pertensor_roundtrip
 from .tp_sites import load_capture, synthetic_sites
 
-REGISTRY = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block", "bf16"]
 FLOOR = "none"
 DTYPES = {"fp32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16)}
+
+
+def library_codecs() -> list[str]:
+    """The library's compressing codecs (taco.codecs() without the floor), in the tables'
+    order: the 8- and fewer-bit codecs in id order, then the 16-bit ones, which sit beside
+    the floor they nearly equal."""
+    info = {c: taco.codec_info(c) for c in taco.codecs() if c != FLOOR}
+    return sorted(info, key=lambda c: (info[c]["code_bits"] >= 16, info[c]["id"]))
 
 
 # ------------------------------------------------------------------ the two-shot AllReduce
@@ -265,8 +273,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", default=None, help="comma-separated layer indices (default: all 6)")
     p.add_argument("--P", default=None, help="tensor-parallel sizes (default 2,4,8)")
     p.add_argument("--dtypes", default=None, help="fp32,bf16 (default both)")
-    p.add_argument("--codecs", default=",".join(REGISTRY + ABLATIONS + [FLOOR]),
-                   help="registry codecs, pt-fp8, rot-pt-fp8, none (default: all)")
+    p.add_argument("--codecs", default=None,
+                   help="comma list of library codecs (python -m taco info lists them), pt-fp8, rot-pt-fp8, none "
+                        "(default: all of them)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the library codecs run: cpu = the host codec, gpu = the CUDA kernels through "
@@ -312,10 +321,11 @@ def run(args) -> int:
         dtypes = ["bf16"] if "bfloat16" in cap[1]["dtype"] else ["fp32"]
     else:
         dtypes = ["fp32", "bf16"]
-    codecs = [v for v in args.codecs.split(",") if v]
+    known = library_codecs() + ABLATIONS + [FLOOR]
+    codecs = [v for v in args.codecs.split(",") if v] if args.codecs else known
     for c in codecs:
-        if c not in REGISTRY + ABLATIONS + [FLOOR] + list(ref.CODECS):
-            raise SystemExit(f"--codecs: unknown codec {c!r}")
+        if c not in known:
+            raise SystemExit(f"--codecs: unknown codec {c!r} ({', '.join(known)})")
     for dn in dtypes:
         if dn not in DTYPES:
             raise SystemExit(f"--dtypes: unknown dtype {dn!r} (fp32, bf16)")

@@ -18,12 +18,11 @@ Backends (what sums the TP partials):
   cpu-ref    taco.reference.allreduce(parts, codec) on the CPU: the numpy model of the
              two-shot AllReduce, bit-exact with the GPU library. Slow; for tiny runs.
 
-Codecs: `exact` (codec none), every registry codec (bf16 taco taco-e5m2 fp8-block
-int8-hadamard int8-block int4-block), and two ablations of the paper that are not
-registry codecs: pt-fp8 (per-tensor FP8 E4M3 scale) and rot-pt-fp8 (Walsh-Hadamard
-rotation per 256-block, one scale per tensor). On cpu-ref these are taco_bench.ablations'
-numpy models; on the taco backend they are torch emulations (not libtaco) of the same
-two-shot scheme, flagged `emulated` in the log.
+Codecs: `exact` (codec none), every library codec (taco.codecs(), in id order), and two
+ablations of the paper that are not library codecs: pt-fp8 (per-tensor FP8 E4M3 scale) and
+rot-pt-fp8 (Walsh-Hadamard rotation per 256-block, one scale per tensor). On cpu-ref these
+are taco_bench.ablations' numpy models; on the taco backend they are torch emulations (not
+libtaco) of the same two-shot scheme, flagged `emulated` in the log.
 
 Data: bytes of real text available offline: Python's help topics (pydoc_data.topics)
 then the stdlib's own .py/.txt files (sorted paths), one document each; every 20th

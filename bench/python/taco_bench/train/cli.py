@@ -9,14 +9,16 @@ import os
 import sys
 import time
 
-from .config import ABLATIONS, ALL_CODECS, BACKENDS, BASELINE, PRESETS, REGISTRY, config_argv, make_config, run_name
+from .config import ABLATIONS, BACKENDS, BASELINE, PRESETS, config_argv, library_codecs, make_config, run_name
 from .report import plot_dir, print_summary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="tiny", help=f"model/data size: {', '.join(PRESETS)} (default tiny)")
     p.add_argument("--tp", type=int, default=4, help="tensor-parallel size (default 4; 8 for the study)")
-    p.add_argument("--codec", default=BASELINE, help=f"{', '.join(ALL_CODECS)} (default {BASELINE})")
+    p.add_argument("--codec", default=BASELINE,
+                   help=f"{BASELINE}, a library codec (python -m taco info lists them), {', '.join(ABLATIONS)} "
+                        f"(default {BASELINE})")
     p.add_argument("--backend", default=None, choices=BACKENDS,
                    help="taco (GPU, libtaco loopback; default when a GPU is present), cpu-exact, cpu-ref")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp32", "fp16"),
@@ -59,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sweep", action="store_true", help="baseline seeds + every codec, then the summary")
     g.add_argument("--seeds", default="0,1,2", help="sweep: baseline seeds (default 0,1,2)")
     g.add_argument("--codec-seeds", default=None, help="sweep: seeds for the codecs (default: the first baseline seed)")
-    g.add_argument("--codecs", default="all", help="sweep: comma list (default all registry codecs + ablations)")
+    g.add_argument("--codecs", default="all", help="sweep: comma list (default all: the library's codecs + ablations)")
     g.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="sweep: run N trainings at once, each in its own process (on one H200, 7 small TP=8 "
                         "runs train ~3x the steps/s of one; default 1)")
@@ -102,7 +104,7 @@ def run(args) -> int:
         raise SystemExit("--sweep needs --out DIR")
     seeds = [int(s) for s in args.seeds.split(",")]
     cseeds = [int(s) for s in args.codec_seeds.split(",")] if args.codec_seeds else seeds[:1]
-    codecs = REGISTRY + ABLATIONS if args.codecs == "all" else [c for c in args.codecs.split(",") if c]
+    codecs = library_codecs() + ABLATIONS if args.codecs == "all" else [c for c in args.codecs.split(",") if c]
     plan = [(BASELINE, s) for s in seeds] + [(c, s) for c in codecs if c != BASELINE for s in cseeds]
     if args.parallel < 1:
         raise SystemExit(f"--parallel: must be >= 1, got {args.parallel}")

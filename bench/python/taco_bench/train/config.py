@@ -7,10 +7,8 @@ import math
 
 from ..ablations import ABLATIONS
 
-REGISTRY = ["bf16", "taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
-BASELINE = "exact"
+BASELINE = "exact"  # libtaco's codec none on the taco backend
 CONTROL = "int4-block"
-ALL_CODECS = [BASELINE] + REGISTRY + ABLATIONS
 BACKENDS = ("taco", "cpu-exact", "cpu-ref")
 
 # layers, d_model, heads, mlp hidden, seq, batch, lr, warmup, steps
@@ -20,6 +18,19 @@ PRESETS = {
     "base": dict(layers=12, d_model=768, heads=16, mlp=3072, seq=512, batch=32, lr=6e-4, warmup=500, steps=5000),
 }
 VOCAB = 256  # byte-level
+
+
+def library_codecs() -> list[str]:
+    """The library's compressing codecs (taco.codecs() without none) in id order, the order of
+    the sweep and its reports (the library is loaded here, not on import)."""
+    import taco
+
+    return [c for c in taco.codecs() if c != "none"]
+
+
+def all_codecs() -> list[str]:
+    """Every --codec: the baseline, the library's codecs, the ablations."""
+    return [BASELINE] + library_codecs() + ABLATIONS
 
 
 CORE_KEYS = ("preset", "layers", "d_model", "heads", "mlp", "seq", "batch", "lr", "warmup", "steps", "tp",
@@ -37,8 +48,8 @@ def make_config(args) -> dict:
     cfg.update(preset=args.preset, tp=args.tp, codec=args.codec, backend=args.backend, dtype=args.dtype,
                seed=args.seed, tied=not args.untied, corpus=args.corpus, weight_decay=args.weight_decay,
                clip=args.clip, eval_batches=args.eval_batches)
-    if cfg["codec"] not in ALL_CODECS:
-        raise SystemExit(f"--codec: unknown codec {cfg['codec']!r} ({', '.join(ALL_CODECS)})")
+    if cfg["codec"] not in [BASELINE] + ABLATIONS and cfg["codec"] not in library_codecs():
+        raise SystemExit(f"--codec: unknown codec {cfg['codec']!r} ({', '.join(all_codecs())})")
     if cfg["backend"] not in BACKENDS:
         raise SystemExit(f"--backend: {cfg['backend']!r} is not one of {', '.join(BACKENDS)}")
     return cfg
