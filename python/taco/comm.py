@@ -22,7 +22,7 @@ from typing import Any
 
 from . import _lib
 from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
-from .errors import error_name_and_class
+from .errors import check
 
 __all__ = ["Communicator", "get_unique_id", "loopback", "group"]
 
@@ -33,18 +33,6 @@ _CONFIG_FIELDS = {
     "pipeline_depth": "pipelineDepth",
     "check_consistency": "checkConsistency",
 }
-
-
-def _raise(rc: int, comm=None) -> None:
-    f, lib = _lib.ffi(), _lib.lib()
-    if rc == lib.tacoSuccess:
-        return
-    handle = comm if comm is not None else f.NULL
-    msg = f.string(lib.tacoGetLastError(handle)).decode("utf-8", "replace")
-    if not msg:
-        msg = f.string(lib.tacoGetErrorString(rc)).decode("utf-8", "replace")
-    name, cls = error_name_and_class(rc)
-    raise cls(rc, msg, name)
 
 
 def _config(config: dict):
@@ -70,7 +58,7 @@ def get_unique_id() -> bytes:
     """A new unique id (needs NCCL): create it on one rank and send it to the others."""
     f, lib = _lib.ffi(), _lib.lib()
     uid = f.new("tacoUniqueId*")
-    _raise(lib.tacoGetUniqueId(uid))
+    check(lib.tacoGetUniqueId(uid))
     return bytes(f.buffer(uid))
 
 
@@ -94,7 +82,7 @@ class Communicator:
         f.memmove(uid, data, len(data))
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
-        _raise(lib.tacoCommInitRank(out, int(nranks), uid[0], int(rank), cfg))
+        check(lib.tacoCommInitRank(out, int(nranks), uid[0], int(rank), cfg))
         return cls(out[0], "nccl")
 
     @classmethod
@@ -115,7 +103,7 @@ class Communicator:
         f, lib = _lib.ffi(), _lib.lib()
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
-        _raise(lib.tacoCommFromNccl(out, f.cast("void*", int(nccl_comm)), cfg))
+        check(lib.tacoCommFromNccl(out, f.cast("void*", int(nccl_comm)), cfg))
         return cls(out[0], "nccl-wrapped")
 
     # ---------------------------------------------------------------- queries
@@ -128,14 +116,14 @@ class Communicator:
     def rank(self) -> int:
         f, lib = _lib.ffi(), _lib.lib()
         r = f.new("int*")
-        _raise(lib.tacoCommUserRank(self._handle(), r))
+        check(lib.tacoCommUserRank(self._handle(), r))
         return r[0]
 
     @property
     def size(self) -> int:
         f, lib = _lib.ffi(), _lib.lib()
         n = f.new("int*")
-        _raise(lib.tacoCommCount(self._handle(), n))
+        check(lib.tacoCommCount(self._handle(), n))
         return n[0]
 
     @property
@@ -143,7 +131,7 @@ class Communicator:
         """The resolved configuration (every field defined)."""
         f, lib = _lib.ffi(), _lib.lib()
         cfg = _lib.config_initializer()
-        _raise(lib.tacoCommGetConfig(self._handle(), cfg))
+        check(lib.tacoCommGetConfig(self._handle(), cfg))
         return {
             "codec": f.string(cfg.codec).decode(),
             "chunk_bytes": int(cfg.chunkBytes),
@@ -156,7 +144,7 @@ class Communicator:
     def workspace_bytes(self) -> int:
         f, lib = _lib.ffi(), _lib.lib()
         b = f.new("size_t*")
-        _raise(lib.tacoCommWorkspaceBytes(self._handle(), b))
+        check(lib.tacoCommWorkspaceBytes(self._handle(), b))
         return int(b[0])
 
     @property
@@ -169,12 +157,16 @@ class Communicator:
         return f.string(lib.tacoGetLastError(self._handle())).decode("utf-8", "replace")
 
     # ---------------------------------------------------------------- collectives
-    def _prep(self, x, out, stream, name: str, out_count, dtype=None):
+    def _prep(self, x, out, stream, name: str, out_count, dtype=None, split: int = 1):
+        """The checked buffers of a collective: (x, out, out as given or allocated, taco dtype).
+        `split`: x's size must divide into that many blocks (one per rank)."""
         s = stream_handle(stream)
         xb = describe(x, "x", stream=s)
         if not xb.is_device:
             raise _invalid(f"{name}: x must be a device array (CuPy, torch CUDA tensor, DLPack); "
                            f"use taco.reference for numpy")
+        if xb.count % split:
+            raise _invalid(f"{name}: x has a size not divisible by the {split} ranks")
         dname = check_data(xb, "x", dtype)
         count = out_count(xb.count)
         if out is None:
@@ -193,7 +185,7 @@ class Communicator:
         h = self._handle()
         with device_of(xb):
             rc = fn(f.cast("void*", xb.ptr), *args, h, f.cast("tacoStream_t", xb.stream or 0))
-        _raise(rc, h)
+        check(rc, h)
 
     def allreduce(self, x, out=None, stream=None, dtype=None):
         """Sum of x over all ranks (compressed two-shot; bit-identical on every rank).
@@ -206,9 +198,8 @@ class Communicator:
     def reduce_scatter(self, x, out=None, stream=None, dtype=None):
         """Rank r gets the sum over ranks of x's r-th 1/P slice (x.size divisible by P)."""
         P = self.size
-        if describe(x, "x", stream=stream_handle(stream)).count % P:
-            raise _invalid(f"reduce_scatter: x has a size not divisible by the {P} ranks")
-        xb, ob, out, dt = self._prep(x, out, stream, "reduce_scatter", dtype=dtype, out_count=lambda n: n // P)
+        xb, ob, out, dt = self._prep(x, out, stream, "reduce_scatter", dtype=dtype, out_count=lambda n: n // P,
+                                     split=P)
         f, lib = _lib.ffi(), _lib.lib()
         self._call(lambda s, *a: lib.tacoReduceScatter(s, f.cast("void*", ob.ptr), ob.count, dt, lib.tacoSum, *a),
                    xb)
@@ -231,10 +222,7 @@ class Communicator:
     def alltoall(self, x, out=None, stream=None, dtype=None):
         """Block j of x (x.size / P elements) goes to rank j, landing at block r there."""
         P = self.size
-        n_total = describe(x, "x", stream=stream_handle(stream)).count
-        if n_total % P:
-            raise _invalid(f"alltoall: x has a size not divisible by the {P} ranks")
-        xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n)
+        xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n, split=P)
         f, lib = _lib.ffi(), _lib.lib()
         self._call(lambda s, *a: lib.tacoAlltoAll(s, f.cast("void*", ob.ptr), xb.count // P, dt, *a), xb)
         return _shaped(out, x)
@@ -246,15 +234,15 @@ class Communicator:
             lib = _lib.lib()
             rc = lib.tacoCommDestroy(self._h)
             if rc == lib.tacoInvalidUsage:  # work queued in an open group: nothing was freed
-                _raise(rc)
+                check(rc)
             self._h = None
-            _raise(rc)  # the communicator is freed even on failure: the message is the thread's
+            check(rc)  # the communicator is freed even on failure: the message is the thread's
 
     def abort(self) -> None:
         """Free without waiting (aborts NCCL work in flight)."""
         if self._h is not None:
             h, self._h = self._h, None
-            _raise(_lib.lib().tacoCommAbort(h))
+            check(_lib.lib().tacoCommAbort(h))
 
     @property
     def closed(self) -> bool:
@@ -291,7 +279,7 @@ def loopback(n: int, **config) -> list:
     f, lib = _lib.ffi(), _lib.lib()
     cfg, _keep = _config(config)
     arr = f.new("tacoComm_t[]", int(n)) if int(n) > 0 else f.new("tacoComm_t[]", 1)
-    _raise(lib.tacoCommInitLoopback(arr, int(n), cfg))
+    check(lib.tacoCommInitLoopback(arr, int(n), cfg))
     return [Communicator(arr[i], "loopback") for i in range(int(n))]
 
 
@@ -300,7 +288,7 @@ def group():
     """tacoGroupStart() ... tacoGroupEnd(): collectives issued inside are launched
     together at the end (required for several loopback ranks from one thread)."""
     lib = _lib.lib()
-    _raise(lib.tacoGroupStart())
+    check(lib.tacoGroupStart())
     try:
         yield
     finally:
@@ -308,4 +296,4 @@ def group():
         import sys
 
         if sys.exc_info()[0] is None:
-            _raise(rc)
+            check(rc)
