@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     bsub = bench.add_subparsers(dest="what", required=True)
     bsub.add_parser("codec", help="codec speed vs memcpy and accuracy (see codec --help)")
     bsub.add_parser("coll", help="collectives vs the plain collective and a DIY FP8 baseline (see coll --help)")
-    sub.add_parser("accuracy", help="codec error on real tensor-parallel partial sums (taco_bench; see accuracy --help)")
+    sub.add_parser("accuracy",
+                   help="codec error on real tensor-parallel partial sums (taco_bench; see accuracy --help)")
     sub.add_parser("train", help="tensor-parallel training benchmark of the codecs (taco_bench; see train --help)")
     args = parser.parse_args(argv)
     if args.cmd == "info":

@@ -36,8 +36,8 @@ def test_the_library_package_has_no_harness_modules():
 
 
 def test_taco_bench_runs_directly():
-    env = dict(os.environ, TACO_LIBRARY=_lib.library_path(), PYTHONPATH=str(Path(taco.__file__).resolve().parent.parent) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, TACO_LIBRARY=_lib.library_path(),
+               PYTHONPATH=str(Path(taco.__file__).resolve().parent.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-m", "taco_bench", "codec", "--host", "--count", "1000", "--codec", "taco"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
