@@ -12,19 +12,22 @@
 `dtype=` says what 16-bit integer arrays hold (CuPy has no bfloat16). Collectives take device arrays (C-contiguous CuPy arrays, torch tensors, objects with
 __cuda_array_interface__ or __dlpack__), run on `stream=` or the producer's stream,
 and return `out` (allocated in x's framework when not given). Configuration keywords
-(codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency) left out take
-their TACO_* environment variables (docs/tuning.md).
+(codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency, algo) left out
+take their TACO_* environment variables (docs/tuning.md). `algo` is the AllReduce
+algorithm, one of ALGOS: "auto" lets the library pick per call (`allreduce_algo` says
+which), the others force one (docs/collectives.md).
 """
 from __future__ import annotations
 
 import contextlib
+import operator
 from typing import Any
 
 from . import _lib
 from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
-from .errors import check
+from .errors import InvalidUsageError, check, error_name_and_class
 
-__all__ = ["Communicator", "get_unique_id", "loopback", "group"]
+__all__ = ["ALGOS", "Communicator", "get_unique_id", "loopback", "group"]
 
 _CONFIG_FIELDS = {
     "codec": "codec",
@@ -32,7 +35,38 @@ _CONFIG_FIELDS = {
     "fallback_bytes": "fallbackBytes",
     "pipeline_depth": "pipelineDepth",
     "check_consistency": "checkConsistency",
+    "algo": "algo",
 }
+
+# The AllReduce algorithms by the names TACO_ALGO takes -> their tacoAlgo_t enumerators
+# (values read from taco.h); tests check that every enumerator has a name.
+_ALGO_ENUMS = {
+    "auto": "tacoAlgoAuto",
+    "plain": "tacoAlgoPlain",
+    "staged": "tacoAlgoStaged",
+    "fused": "tacoAlgoFused",
+    "oneshot": "tacoAlgoOneShot",
+    "oneshot-raw": "tacoAlgoOneShotRaw",
+}
+ALGOS = tuple(_ALGO_ENUMS)
+
+
+def _algo_value(name: Any) -> int:
+    """The tacoAlgo_t value of an algorithm name (config `algo`)."""
+    if not isinstance(name, str):
+        raise TypeError(f"algo: expected an algorithm name ({', '.join(ALGOS)}), got {type(name).__name__}")
+    if name not in _ALGO_ENUMS:
+        raise _invalid(f"algo: unknown AllReduce algorithm {name!r}; expected one of {', '.join(ALGOS)}")
+    return _lib.enum_values("tacoAlgo_t")[_ALGO_ENUMS[name]]
+
+
+def _algo_name(value: int) -> str:
+    """The name of a tacoAlgo_t value."""
+    values = _lib.enum_values("tacoAlgo_t")
+    for name, enum in _ALGO_ENUMS.items():
+        if values[enum] == int(value):
+            return name
+    raise RuntimeError(f"libtaco returned AllReduce algorithm {value}, which this binding does not know")
 
 
 def _config(config: dict):
@@ -49,9 +83,23 @@ def _config(config: dict):
             s = _lib.ffi().new("char[]", str(value).encode())
             keep.append(s)
             cfg.codec = s
+        elif key == "algo":
+            cfg.algo = _algo_value(value)
         else:
             setattr(cfg, _CONFIG_FIELDS[key], int(value))
     return cfg, keep
+
+
+def _config_dict(cfg) -> dict:
+    """The keyword form of a resolved tacoConfig_t (every field defined), as _config takes it."""
+    return {
+        "codec": _lib.ffi().string(cfg.codec).decode(),
+        "chunk_bytes": int(cfg.chunkBytes),
+        "fallback_bytes": int(cfg.fallbackBytes),
+        "pipeline_depth": int(cfg.pipelineDepth),
+        "check_consistency": int(cfg.checkConsistency),
+        "algo": _algo_name(cfg.algo),
+    }
 
 
 def get_unique_id() -> bytes:
@@ -69,6 +117,7 @@ class Communicator:
     def __init__(self, handle, _origin: str = "") -> None:
         self._h = handle
         self._origin = _origin
+        self._ended = ""  # "closed" or "aborted" once the handle is gone
 
     # ---------------------------------------------------------------- creation
     @classmethod
@@ -109,7 +158,11 @@ class Communicator:
     # ---------------------------------------------------------------- queries
     def _handle(self):
         if self._h is None:
-            raise _invalid("communicator is closed")
+            code = _lib.enum_values("tacoResult_t")["tacoInvalidUsage"]
+            if self._ended == "aborted":
+                raise InvalidUsageError(code, "communicator was aborted (Communicator.abort): it can run nothing "
+                                        "more; create a new one", "tacoInvalidUsage")
+            raise InvalidUsageError(code, "communicator is closed", "tacoInvalidUsage")
         return self._h
 
     @property
@@ -128,17 +181,11 @@ class Communicator:
 
     @property
     def config(self) -> dict:
-        """The resolved configuration (every field defined)."""
-        f, lib = _lib.ffi(), _lib.lib()
+        """The resolved configuration (every field defined), in the keywords creation takes;
+        "algo" is the configured algorithm's name ("auto" unless one was forced)."""
         cfg = _lib.config_initializer()
-        check(lib.tacoCommGetConfig(self._handle(), cfg))
-        return {
-            "codec": f.string(cfg.codec).decode(),
-            "chunk_bytes": int(cfg.chunkBytes),
-            "fallback_bytes": int(cfg.fallbackBytes),
-            "pipeline_depth": int(cfg.pipelineDepth),
-            "check_consistency": int(cfg.checkConsistency),
-        }
+        check(_lib.lib().tacoCommGetConfig(self._handle(), cfg))
+        return _config_dict(cfg)
 
     @property
     def workspace_bytes(self) -> int:
@@ -156,10 +203,38 @@ class Communicator:
         f, lib = _lib.ffi(), _lib.lib()
         return f.string(lib.tacoGetLastError(self._handle())).decode("utf-8", "replace")
 
+    def allreduce_algo(self, count: int, dtype: Any) -> str:
+        """The AllReduce algorithm an allreduce of `count` elements of `dtype` runs here (never
+        "auto"): the library's selection, without running anything (tacoCommAllReduceAlgo).
+        A forced algorithm this communicator cannot run raises InvalidUsageError."""
+        if isinstance(count, bool) or not hasattr(count, "__index__") or operator.index(count) < 0:
+            raise _invalid(f"count: expected a number of elements >= 0, got {count!r}")
+        f, lib = _lib.ffi(), _lib.lib()
+        algo = f.new("int*")
+        h = self._handle()
+        check(lib.tacoCommAllReduceAlgo(h, operator.index(count), taco_dtype(dtype), algo), h)
+        return _algo_name(algo[0])
+
+    def async_error(self):
+        """The first error that happened asynchronously on the device since creation (a
+        peer-memory kernel that gave up waiting, TACO_WAIT_TIMEOUT_S, or saw an abort), as
+        the TacoError subclass instance; None when there is none. Never blocks
+        (tacoCommGetAsyncError). After a RemoteError the communicator must be closed."""
+        f, lib = _lib.ffi(), _lib.lib()
+        rc = f.new("tacoResult_t*")
+        h = self._handle()
+        check(lib.tacoCommGetAsyncError(h, rc), h)
+        if rc[0] == lib.tacoSuccess:
+            return None
+        name, cls = error_name_and_class(rc[0])
+        what = f.string(lib.tacoGetErrorString(rc[0])).decode("utf-8", "replace")
+        return cls(int(rc[0]), f"asynchronous error on the device: {what}", name)
+
     # ---------------------------------------------------------------- collectives
     def _prep(self, x, out, stream, name: str, out_count, dtype=None, split: int = 1):
         """The checked buffers of a collective: (x, out, out as given or allocated, taco dtype).
         `split`: x's size must divide into that many blocks (one per rank)."""
+        self._handle()  # a closed or aborted communicator fails before anything is allocated
         s = stream_handle(stream)
         xb = describe(x, "x", stream=s)
         if not xb.is_device:
@@ -229,24 +304,31 @@ class Communicator:
 
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
-        """Wait for this communicator's work and free it (idempotent)."""
+        """Wait for this communicator's work and free it (idempotent; nothing after abort)."""
         if self._h is not None:
             lib = _lib.lib()
             rc = lib.tacoCommDestroy(self._h)
             if rc == lib.tacoInvalidUsage:  # work queued in an open group: nothing was freed
                 check(rc)
-            self._h = None
+            self._h, self._ended = None, "closed"
             check(rc)  # the communicator is freed even on failure: the message is the thread's
 
     def abort(self) -> None:
-        """Free without waiting (aborts NCCL work in flight)."""
+        """Free without waiting (tacoCommAbort: aborts work in flight). Every later call on
+        the communicator raises InvalidUsageError saying it was aborted; close() and abort()
+        do nothing."""
         if self._h is not None:
-            h, self._h = self._h, None
+            h, self._h, self._ended = self._h, None, "aborted"
             check(_lib.lib().tacoCommAbort(h))
 
     @property
     def closed(self) -> bool:
+        """True after close() or abort()."""
         return self._h is None
+
+    @property
+    def aborted(self) -> bool:
+        return self._ended == "aborted"
 
     def __enter__(self) -> "Communicator":
         return self
@@ -259,7 +341,7 @@ class Communicator:
 
     def __repr__(self) -> str:
         if self._h is None:
-            return "<taco.Communicator closed>"
+            return f"<taco.Communicator {self._ended or 'closed'}>"
         return f"<taco.Communicator rank {self.rank}/{self.size} {self._origin} codec {self.config['codec']!r}>"
 
 
