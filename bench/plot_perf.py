@@ -5,12 +5,18 @@ one for the plain collective and one for the DIY baseline, per collective.
     python bench/plot_perf.py perf.json out.png [--op allreduce,allgather]
 """
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from taco.bench_coll import plot  # noqa: E402  (the same figure as `python -m taco bench coll --plot`)
+ROOT = Path(__file__).resolve().parent.parent
+# installed packages (pip install . and pip install ./bench/python), else this checkout's sources
+for package, source in (("taco", ROOT / "python"), ("taco_bench", ROOT / "bench" / "python")):
+    if importlib.util.find_spec(package) is None:
+        sys.path.insert(0, str(source))
+
+from taco_bench.coll import plot  # noqa: E402  (the same figure as `python -m taco bench coll --plot`)
 
 
 def rows_of(doc: dict, ops: set | None) -> list[dict]:

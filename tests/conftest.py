@@ -7,10 +7,15 @@ Markers:
   mpi  multi-process tests, run under mpirun.
 
 The taco package is imported from python/ in this checkout unless one is
-installed; the library is found as taco._lib describes (TACO_LIBRARY first).
+installed, and the benchmark harness taco_bench from bench/python likewise; a
+source directory used is also put on PYTHONPATH, so the subprocesses the tests
+start import the same packages. The library is found as taco._lib describes
+(TACO_LIBRARY first).
 """
 
 import ctypes
+import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -18,10 +23,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-try:
-    import taco  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(ROOT / "python"))
+for _package, _source in (("taco", ROOT / "python"), ("taco_bench", ROOT / "bench" / "python")):
+    if importlib.util.find_spec(_package) is None:
+        sys.path.insert(0, str(_source))
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_source), os.environ.get("PYTHONPATH")]))
 
 
 def cuda_device_count() -> int:

@@ -14,9 +14,9 @@ PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
 if compgen -G ".whl/*.whl" > /dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-  export PYTHONPATH="/tmp/site:$ROOT/python"
+  export PYTHONPATH="/tmp/site:$ROOT/python:$ROOT/bench/python"
 else
-  export PYTHONPATH="$ROOT/python"
+  export PYTHONPATH="$ROOT/python:$ROOT/bench/python"  # the library's package and the harness (taco_bench)
 fi
 t0=$(date +%s)
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDAARCHS:-90}" \

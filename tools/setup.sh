@@ -76,8 +76,9 @@ cmake --build "$BUILD_DIR" --parallel "$JOBS"
 echo "build took $((SECONDS - build_start)) s"
 
 # The Python package finds the library through TACO_LIBRARY first (the header sits in
-# $BUILD_DIR/include/taco.h, next to it), and its sources from python/.
+# $BUILD_DIR/include/taco.h, next to it), and its sources from python/; the benchmark
+# harness (taco_bench: python -m taco bench|accuracy|train) comes from bench/python/.
 export TACO_LIBRARY="$BUILD_DIR/libtaco.so"
-export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$ROOT/python:$ROOT/bench/python${PYTHONPATH:+:$PYTHONPATH}"
 
 has_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }

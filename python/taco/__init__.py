@@ -37,8 +37,8 @@ from .errors import (
     NotSupportedError,
     OutOfMemoryError,
     RemoteError,
-    SystemError_,
     TacoError,
+    TacoSystemError,
 )
 
 __all__ = [

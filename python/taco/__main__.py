@@ -5,6 +5,10 @@
     python -m taco bench coll [...]     collectives vs plain NCCL and a DIY FP8 baseline (see --help)
     python -m taco accuracy [...]       codec error on real tensor-parallel partial sums (see --help)
     python -m taco train [...]          tensor-parallel training benchmark of the codecs (see --help)
+
+`info` is the library's own; the others run the benchmark harness, the package taco_bench,
+which the library's wheel leaves out: install it from the repository with
+`pip install ./bench/python`.
 """
 
 from __future__ import annotations
@@ -175,45 +179,43 @@ def info(out=sys.stdout) -> int:
     return rc
 
 
+# The harness's commands: (words on this command line) -> the taco_bench command they run.
+_HARNESS = {("bench", "codec"): "codec", ("bench", "coll"): "coll", ("accuracy",): "accuracy", ("train",): "train"}
+HARNESS_INSTALL = "pip install ./bench/python"
+
+
+def _harness(words: tuple, argv: list[str]) -> int:
+    """Runs a taco_bench command, or says how to install the harness (exit status 2)."""
+    parent = " ".join(["python -m taco", *words[:-1]])  # taco_bench's main appends the command
+    if importlib.util.find_spec("taco_bench") is None:
+        print(f"{parent} {words[-1]}: the benchmark harness (package taco_bench) is not installed; from the libtaco "
+              f"repository: {HARNESS_INSTALL}", file=sys.stderr)
+        return 2
+    from taco_bench.cli import main as harness_main
+
+    return harness_main([_HARNESS[words], *argv], prog=parent)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["train"]:  # its own parser; imports torch only when it runs
-        from . import train_bench
-
-        return train_bench.main(argv[1:])
+    for words in _HARNESS:
+        if tuple(argv[:len(words)]) == words:
+            return _harness(words, argv[len(words):])
     parser = argparse.ArgumentParser(prog="python -m taco", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="library, header, NCCL, GPUs, codecs, TACO_* settings")
-    bench = sub.add_parser("bench", help="benchmarks")
+    bench = sub.add_parser("bench", help="benchmarks (taco_bench)")
     bsub = bench.add_subparsers(dest="what", required=True)
-    from . import bench_codec
-
-    bc = bsub.add_parser("codec", help="codec speed vs memcpy and accuracy",
-                         description=bench_codec.__doc__,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    bench_codec.add_arguments(bc)
-    from . import bench_coll
-
-    bl = bsub.add_parser("coll", help="collectives vs the plain collective and a DIY FP8 baseline",
-                         description=bench_coll.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    bench_coll.add_arguments(bl)
-    from . import accuracy
-
-    acc = sub.add_parser("accuracy", help="codec error on real tensor-parallel partial sums (CPU)",
-                         description=accuracy.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    accuracy.add_arguments(acc)
-    sub.add_parser("train", help="tensor-parallel training benchmark of the codecs (torch; see train --help)")
+    bsub.add_parser("codec", help="codec speed vs memcpy and accuracy (see codec --help)")
+    bsub.add_parser("coll", help="collectives vs the plain collective and a DIY FP8 baseline (see coll --help)")
+    sub.add_parser("accuracy",
+                   help="codec error on real tensor-parallel partial sums (taco_bench; see accuracy --help)")
+    sub.add_parser("train", help="tensor-parallel training benchmark of the codecs (taco_bench; see train --help)")
     args = parser.parse_args(argv)
     if args.cmd == "info":
         return info()
-    if args.cmd == "bench" and args.what == "codec":
-        return bench_codec.run(args)
-    if args.cmd == "bench" and args.what == "coll":
-        return bench_coll.run(args)
-    if args.cmd == "accuracy":
-        return accuracy.run(args)
-    parser.error("unknown command")
+    parser.error("unknown command")  # the harness's commands were dispatched above
     return 2
 
 

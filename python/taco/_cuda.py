@@ -18,7 +18,6 @@ import os
 # CUDA runtime constants (cuda_runtime_api.h; stable across versions)
 cudaSuccess = 0
 cudaEventDisableTiming = 0x2
-cudaMemcpyDeviceToDevice = 3
 cudaDevAttrComputeCapabilityMajor = 75
 cudaDevAttrComputeCapabilityMinor = 76
 
@@ -180,10 +179,6 @@ def _stream_wait_via_framework(consumer: int, producer: int) -> None:
     raise CudaUnavailable("cannot order streams: no libcudart, CuPy or PyTorch")
 
 
-def stream_synchronize(stream: int) -> None:
-    _rt_check(cudart().cudaStreamSynchronize(ctypes.c_void_p(stream)), "cudaStreamSynchronize")
-
-
 def runtime_version() -> int | None:
     try:
         rt = cudart()
@@ -191,11 +186,3 @@ def runtime_version() -> int | None:
         return None
     v = ctypes.c_int(0)
     return v.value if rt.cudaRuntimeGetVersion(ctypes.byref(v)) == 0 else None
-
-
-def cudart_path() -> str | None:
-    try:
-        rt = cudart()
-    except CudaUnavailable:
-        return None
-    return getattr(rt, "_name", None)

@@ -12,19 +12,22 @@
 `dtype=` says what 16-bit integer arrays hold (CuPy has no bfloat16). Collectives take device arrays (C-contiguous CuPy arrays, torch tensors, objects with
 __cuda_array_interface__ or __dlpack__), run on `stream=` or the producer's stream,
 and return `out` (allocated in x's framework when not given). Configuration keywords
-(codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency) left out take
-their TACO_* environment variables (docs/tuning.md).
+(codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency, algo) left out
+take their TACO_* environment variables (docs/tuning.md). `algo` is the AllReduce
+algorithm, one of ALGOS: "auto" lets the library pick per call (`allreduce_algo` says
+which), the others force one (docs/collectives.md).
 """
 from __future__ import annotations
 
 import contextlib
+import operator
 from typing import Any
 
 from . import _lib
 from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
-from .errors import error_name_and_class
+from .errors import InvalidUsageError, check, error_name_and_class
 
-__all__ = ["Communicator", "get_unique_id", "loopback", "group"]
+__all__ = ["ALGOS", "Communicator", "get_unique_id", "loopback", "group"]
 
 _CONFIG_FIELDS = {
     "codec": "codec",
@@ -32,19 +35,38 @@ _CONFIG_FIELDS = {
     "fallback_bytes": "fallbackBytes",
     "pipeline_depth": "pipelineDepth",
     "check_consistency": "checkConsistency",
+    "algo": "algo",
 }
 
+# The AllReduce algorithms by the names TACO_ALGO takes -> their tacoAlgo_t enumerators
+# (values read from taco.h); tests check that every enumerator has a name.
+_ALGO_ENUMS = {
+    "auto": "tacoAlgoAuto",
+    "plain": "tacoAlgoPlain",
+    "staged": "tacoAlgoStaged",
+    "fused": "tacoAlgoFused",
+    "oneshot": "tacoAlgoOneShot",
+    "oneshot-raw": "tacoAlgoOneShotRaw",
+}
+ALGOS = tuple(_ALGO_ENUMS)
 
-def _raise(rc: int, comm=None) -> None:
-    f, lib = _lib.ffi(), _lib.lib()
-    if rc == lib.tacoSuccess:
-        return
-    handle = comm if comm is not None else f.NULL
-    msg = f.string(lib.tacoGetLastError(handle)).decode("utf-8", "replace")
-    if not msg:
-        msg = f.string(lib.tacoGetErrorString(rc)).decode("utf-8", "replace")
-    name, cls = error_name_and_class(rc)
-    raise cls(rc, msg, name)
+
+def _algo_value(name: Any) -> int:
+    """The tacoAlgo_t value of an algorithm name (config `algo`)."""
+    if not isinstance(name, str):
+        raise TypeError(f"algo: expected an algorithm name ({', '.join(ALGOS)}), got {type(name).__name__}")
+    if name not in _ALGO_ENUMS:
+        raise _invalid(f"algo: unknown AllReduce algorithm {name!r}; expected one of {', '.join(ALGOS)}")
+    return _lib.enum_values("tacoAlgo_t")[_ALGO_ENUMS[name]]
+
+
+def _algo_name(value: int) -> str:
+    """The name of a tacoAlgo_t value."""
+    values = _lib.enum_values("tacoAlgo_t")
+    for name, enum in _ALGO_ENUMS.items():
+        if values[enum] == int(value):
+            return name
+    raise RuntimeError(f"libtaco returned AllReduce algorithm {value}, which this binding does not know")
 
 
 def _config(config: dict):
@@ -61,16 +83,30 @@ def _config(config: dict):
             s = _lib.ffi().new("char[]", str(value).encode())
             keep.append(s)
             cfg.codec = s
+        elif key == "algo":
+            cfg.algo = _algo_value(value)
         else:
             setattr(cfg, _CONFIG_FIELDS[key], int(value))
     return cfg, keep
+
+
+def _config_dict(cfg) -> dict:
+    """The keyword form of a resolved tacoConfig_t (every field defined), as _config takes it."""
+    return {
+        "codec": _lib.ffi().string(cfg.codec).decode(),
+        "chunk_bytes": int(cfg.chunkBytes),
+        "fallback_bytes": int(cfg.fallbackBytes),
+        "pipeline_depth": int(cfg.pipelineDepth),
+        "check_consistency": int(cfg.checkConsistency),
+        "algo": _algo_name(cfg.algo),
+    }
 
 
 def get_unique_id() -> bytes:
     """A new unique id (needs NCCL): create it on one rank and send it to the others."""
     f, lib = _lib.ffi(), _lib.lib()
     uid = f.new("tacoUniqueId*")
-    _raise(lib.tacoGetUniqueId(uid))
+    check(lib.tacoGetUniqueId(uid))
     return bytes(f.buffer(uid))
 
 
@@ -81,6 +117,7 @@ class Communicator:
     def __init__(self, handle, _origin: str = "") -> None:
         self._h = handle
         self._origin = _origin
+        self._ended = ""  # "closed" or "aborted" once the handle is gone
 
     # ---------------------------------------------------------------- creation
     @classmethod
@@ -94,7 +131,7 @@ class Communicator:
         f.memmove(uid, data, len(data))
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
-        _raise(lib.tacoCommInitRank(out, int(nranks), uid[0], int(rank), cfg))
+        check(lib.tacoCommInitRank(out, int(nranks), uid[0], int(rank), cfg))
         return cls(out[0], "nccl")
 
     @classmethod
@@ -115,48 +152,46 @@ class Communicator:
         f, lib = _lib.ffi(), _lib.lib()
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
-        _raise(lib.tacoCommFromNccl(out, f.cast("void*", int(nccl_comm)), cfg))
+        check(lib.tacoCommFromNccl(out, f.cast("void*", int(nccl_comm)), cfg))
         return cls(out[0], "nccl-wrapped")
 
     # ---------------------------------------------------------------- queries
     def _handle(self):
         if self._h is None:
-            raise _invalid("communicator is closed")
+            code = _lib.enum_values("tacoResult_t")["tacoInvalidUsage"]
+            if self._ended == "aborted":
+                raise InvalidUsageError(code, "communicator was aborted (Communicator.abort): it can run nothing "
+                                        "more; create a new one", "tacoInvalidUsage")
+            raise InvalidUsageError(code, "communicator is closed", "tacoInvalidUsage")
         return self._h
 
     @property
     def rank(self) -> int:
         f, lib = _lib.ffi(), _lib.lib()
         r = f.new("int*")
-        _raise(lib.tacoCommUserRank(self._handle(), r))
+        check(lib.tacoCommUserRank(self._handle(), r))
         return r[0]
 
     @property
     def size(self) -> int:
         f, lib = _lib.ffi(), _lib.lib()
         n = f.new("int*")
-        _raise(lib.tacoCommCount(self._handle(), n))
+        check(lib.tacoCommCount(self._handle(), n))
         return n[0]
 
     @property
     def config(self) -> dict:
-        """The resolved configuration (every field defined)."""
-        f, lib = _lib.ffi(), _lib.lib()
+        """The resolved configuration (every field defined), in the keywords creation takes;
+        "algo" is the configured algorithm's name ("auto" unless one was forced)."""
         cfg = _lib.config_initializer()
-        _raise(lib.tacoCommGetConfig(self._handle(), cfg))
-        return {
-            "codec": f.string(cfg.codec).decode(),
-            "chunk_bytes": int(cfg.chunkBytes),
-            "fallback_bytes": int(cfg.fallbackBytes),
-            "pipeline_depth": int(cfg.pipelineDepth),
-            "check_consistency": int(cfg.checkConsistency),
-        }
+        check(_lib.lib().tacoCommGetConfig(self._handle(), cfg))
+        return _config_dict(cfg)
 
     @property
     def workspace_bytes(self) -> int:
         f, lib = _lib.ffi(), _lib.lib()
         b = f.new("size_t*")
-        _raise(lib.tacoCommWorkspaceBytes(self._handle(), b))
+        check(lib.tacoCommWorkspaceBytes(self._handle(), b))
         return int(b[0])
 
     @property
@@ -168,13 +203,45 @@ class Communicator:
         f, lib = _lib.ffi(), _lib.lib()
         return f.string(lib.tacoGetLastError(self._handle())).decode("utf-8", "replace")
 
+    def allreduce_algo(self, count: int, dtype: Any) -> str:
+        """The AllReduce algorithm an allreduce of `count` elements of `dtype` runs here (never
+        "auto"): the library's selection, without running anything (tacoCommAllReduceAlgo).
+        A forced algorithm this communicator cannot run raises InvalidUsageError."""
+        if isinstance(count, bool) or not hasattr(count, "__index__") or operator.index(count) < 0:
+            raise _invalid(f"count: expected a number of elements >= 0, got {count!r}")
+        f, lib = _lib.ffi(), _lib.lib()
+        algo = f.new("int*")
+        h = self._handle()
+        check(lib.tacoCommAllReduceAlgo(h, operator.index(count), taco_dtype(dtype), algo), h)
+        return _algo_name(algo[0])
+
+    def async_error(self):
+        """The first error that happened asynchronously on the device since creation (a
+        peer-memory kernel that gave up waiting, TACO_WAIT_TIMEOUT_S, or saw an abort), as
+        the TacoError subclass instance; None when there is none. Never blocks
+        (tacoCommGetAsyncError). After a RemoteError the communicator must be closed."""
+        f, lib = _lib.ffi(), _lib.lib()
+        rc = f.new("tacoResult_t*")
+        h = self._handle()
+        check(lib.tacoCommGetAsyncError(h, rc), h)
+        if rc[0] == lib.tacoSuccess:
+            return None
+        name, cls = error_name_and_class(rc[0])
+        what = f.string(lib.tacoGetErrorString(rc[0])).decode("utf-8", "replace")
+        return cls(int(rc[0]), f"asynchronous error on the device: {what}", name)
+
     # ---------------------------------------------------------------- collectives
-    def _prep(self, x, out, stream, name: str, out_count, dtype=None):
+    def _prep(self, x, out, stream, name: str, out_count, dtype=None, split: int = 1):
+        """The checked buffers of a collective: (x, out, out as given or allocated, taco dtype).
+        `split`: x's size must divide into that many blocks (one per rank)."""
+        self._handle()  # a closed or aborted communicator fails before anything is allocated
         s = stream_handle(stream)
         xb = describe(x, "x", stream=s)
         if not xb.is_device:
             raise _invalid(f"{name}: x must be a device array (CuPy, torch CUDA tensor, DLPack); "
                            f"use taco.reference for numpy")
+        if xb.count % split:
+            raise _invalid(f"{name}: x has a size not divisible by the {split} ranks")
         dname = check_data(xb, "x", dtype)
         count = out_count(xb.count)
         if out is None:
@@ -193,7 +260,7 @@ class Communicator:
         h = self._handle()
         with device_of(xb):
             rc = fn(f.cast("void*", xb.ptr), *args, h, f.cast("tacoStream_t", xb.stream or 0))
-        _raise(rc, h)
+        check(rc, h)
 
     def allreduce(self, x, out=None, stream=None, dtype=None):
         """Sum of x over all ranks (compressed two-shot; bit-identical on every rank).
@@ -206,9 +273,8 @@ class Communicator:
     def reduce_scatter(self, x, out=None, stream=None, dtype=None):
         """Rank r gets the sum over ranks of x's r-th 1/P slice (x.size divisible by P)."""
         P = self.size
-        if describe(x, "x", stream=stream_handle(stream)).count % P:
-            raise _invalid(f"reduce_scatter: x has a size not divisible by the {P} ranks")
-        xb, ob, out, dt = self._prep(x, out, stream, "reduce_scatter", dtype=dtype, out_count=lambda n: n // P)
+        xb, ob, out, dt = self._prep(x, out, stream, "reduce_scatter", dtype=dtype, out_count=lambda n: n // P,
+                                     split=P)
         f, lib = _lib.ffi(), _lib.lib()
         self._call(lambda s, *a: lib.tacoReduceScatter(s, f.cast("void*", ob.ptr), ob.count, dt, lib.tacoSum, *a),
                    xb)
@@ -231,34 +297,38 @@ class Communicator:
     def alltoall(self, x, out=None, stream=None, dtype=None):
         """Block j of x (x.size / P elements) goes to rank j, landing at block r there."""
         P = self.size
-        n_total = describe(x, "x", stream=stream_handle(stream)).count
-        if n_total % P:
-            raise _invalid(f"alltoall: x has a size not divisible by the {P} ranks")
-        xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n)
+        xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n, split=P)
         f, lib = _lib.ffi(), _lib.lib()
         self._call(lambda s, *a: lib.tacoAlltoAll(s, f.cast("void*", ob.ptr), xb.count // P, dt, *a), xb)
         return _shaped(out, x)
 
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
-        """Wait for this communicator's work and free it (idempotent)."""
+        """Wait for this communicator's work and free it (idempotent; nothing after abort)."""
         if self._h is not None:
             lib = _lib.lib()
             rc = lib.tacoCommDestroy(self._h)
             if rc == lib.tacoInvalidUsage:  # work queued in an open group: nothing was freed
-                _raise(rc)
-            self._h = None
-            _raise(rc)  # the communicator is freed even on failure: the message is the thread's
+                check(rc)
+            self._h, self._ended = None, "closed"
+            check(rc)  # the communicator is freed even on failure: the message is the thread's
 
     def abort(self) -> None:
-        """Free without waiting (aborts NCCL work in flight)."""
+        """Free without waiting (tacoCommAbort: aborts work in flight). Every later call on
+        the communicator raises InvalidUsageError saying it was aborted; close() and abort()
+        do nothing."""
         if self._h is not None:
-            h, self._h = self._h, None
-            _raise(_lib.lib().tacoCommAbort(h))
+            h, self._h, self._ended = self._h, None, "aborted"
+            check(_lib.lib().tacoCommAbort(h))
 
     @property
     def closed(self) -> bool:
+        """True after close() or abort()."""
         return self._h is None
+
+    @property
+    def aborted(self) -> bool:
+        return self._ended == "aborted"
 
     def __enter__(self) -> "Communicator":
         return self
@@ -271,7 +341,7 @@ class Communicator:
 
     def __repr__(self) -> str:
         if self._h is None:
-            return "<taco.Communicator closed>"
+            return f"<taco.Communicator {self._ended or 'closed'}>"
         return f"<taco.Communicator rank {self.rank}/{self.size} {self._origin} codec {self.config['codec']!r}>"
 
 
@@ -291,7 +361,7 @@ def loopback(n: int, **config) -> list:
     f, lib = _lib.ffi(), _lib.lib()
     cfg, _keep = _config(config)
     arr = f.new("tacoComm_t[]", int(n)) if int(n) > 0 else f.new("tacoComm_t[]", 1)
-    _raise(lib.tacoCommInitLoopback(arr, int(n), cfg))
+    check(lib.tacoCommInitLoopback(arr, int(n), cfg))
     return [Communicator(arr[i], "loopback") for i in range(int(n))]
 
 
@@ -300,7 +370,7 @@ def group():
     """tacoGroupStart() ... tacoGroupEnd(): collectives issued inside are launched
     together at the end (required for several loopback ranks from one thread)."""
     lib = _lib.lib()
-    _raise(lib.tacoGroupStart())
+    check(lib.tacoGroupStart())
     try:
         yield
     finally:
@@ -308,4 +378,4 @@ def group():
         import sys
 
         if sys.exc_info()[0] is None:
-            _raise(rc)
+            check(rc)

@@ -17,7 +17,7 @@ import os
 from typing import Any, Callable
 
 from .codec import default_codec
-from .comm import Communicator
+from .comm import Communicator, _config
 from .errors import InvalidUsageError
 
 
@@ -57,8 +57,10 @@ def init(comm: Communicator | None = None, *, source: str | None = None, codec: 
          **config) -> Communicator:
     """Set the default communicator: `comm` itself, else one created from mpi4py
     (source="mpi") or torch.distributed (source="torch"); by default whichever is present.
-    codec None: taco.default_codec() (TACO_CODEC, else the library's default)."""
+    codec None: taco.default_codec() (TACO_CODEC, else the library's default). `config`: the
+    other communicator keywords (algo=, chunk_bytes=, ...; taco.comm), for every sibling."""
     finalize()
+    _config(dict(config, codec=codec))  # bad keywords (an unknown algo, ...) fail here, before any launcher
     if comm is not None:
         codec = comm.config["codec"]
         _state.update(make=None, codec=codec, comms={codec: comm})

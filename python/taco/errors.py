@@ -12,7 +12,7 @@ from . import _lib
 __all__ = [
     "TacoError",
     "CudaError",
-    "SystemError_",
+    "TacoSystemError",
     "InternalError",
     "InvalidArgumentError",
     "InvalidUsageError",
@@ -45,8 +45,9 @@ class CudaError(TacoError):
     """tacoUnhandledCudaError: a CUDA call failed (or there is no CUDA device)."""
 
 
-class SystemError_(TacoError):  # noqa: N801 - avoids shadowing the builtin SystemError
-    """tacoSystemError: the OS failed (dlopen, host memory)."""
+class TacoSystemError(TacoError, OSError):
+    """tacoSystemError: the OS failed (dlopen, host memory). An OSError; not the builtin
+    SystemError, which is the interpreter's own."""
 
 
 class InternalError(TacoError):
@@ -80,7 +81,7 @@ class OutOfMemoryError(TacoError, MemoryError):
 # enum name in taco.h -> exception class
 _BY_NAME = {
     "tacoUnhandledCudaError": CudaError,
-    "tacoSystemError": SystemError_,
+    "tacoSystemError": TacoSystemError,
     "tacoInternalError": InternalError,
     "tacoInvalidArgument": InvalidArgumentError,
     "tacoInvalidUsage": InvalidUsageError,
@@ -111,17 +112,18 @@ def error_class(code: int) -> type:
     return error_name_and_class(code)[1]
 
 
-def make_error(code: int) -> TacoError:
-    """The exception for a failed call, with the library's last message."""
+def make_error(code: int, comm=None) -> TacoError:
+    """The exception for a failed call, with the library's last message: the communicator's
+    when `comm` (a tacoComm_t) is given, else the calling thread's."""
     f, lib = _lib.ffi(), _lib.lib()
     name, cls = error_name_and_class(code)
-    msg = f.string(lib.tacoGetLastError(f.NULL)).decode("utf-8", "replace")
+    msg = f.string(lib.tacoGetLastError(f.NULL if comm is None else comm)).decode("utf-8", "replace")
     if not msg:
         msg = f.string(lib.tacoGetErrorString(int(code))).decode("utf-8", "replace")
     return cls(code, msg, name)
 
 
-def check(rc: int) -> None:
-    """Raise the TacoError subclass for `rc` unless it is tacoSuccess."""
+def check(rc: int, comm=None) -> None:
+    """Raise the TacoError subclass for `rc` unless it is tacoSuccess (make_error)."""
     if rc != _lib.lib().tacoSuccess:
-        raise make_error(rc)
+        raise make_error(rc, comm)

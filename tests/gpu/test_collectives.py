@@ -365,6 +365,43 @@ def test_config_workspace_and_queries(taco):
     close_all(none)
 
 
+def test_algo_config_selection_and_async_error(taco, torch):
+    """Every algorithm name round-trips through the library's config; allreduce_algo names what
+    a call runs (never auto; a forced one, or an InvalidUsageError saying why it cannot run)."""
+    from taco import reference as ref
+    from taco.errors import InvalidUsageError
+
+    for algo in taco.comm.ALGOS:
+        comms = loop(taco, 2, "taco", algo=algo)
+        try:
+            assert [c.config["algo"] for c in comms] == [algo, algo]
+            assert [c.async_error() for c in comms] == [None, None]
+            try:
+                ran = comms[0].allreduce_algo(1 << 20, "float32")
+            except InvalidUsageError as e:  # forced, but this loopback world has no peer memory
+                assert algo in ("fused", "oneshot", "oneshot-raw") and "peer memory" in str(e), (algo, e)
+                continue
+            assert ran in taco.comm.ALGOS and ran != "auto" and (algo == "auto" or ran == algo)
+        finally:
+            close_all(comms)
+    none = loop(taco, 2, "none", algo="staged")
+    try:
+        with pytest.raises(InvalidUsageError, match="compressing codec"):
+            none[0].allreduce_algo(4096, "bfloat16")
+    finally:
+        close_all(none)
+    # forced plain on a compressing codec: the transport's sum, as codec none computes it
+    parts = parts_for(2, 4099, np.dtype(np.float32), seed=5)
+    comms = loop(taco, 2, "taco", algo="plain")
+    try:
+        assert comms[1].allreduce_algo(4099, "float32") == "plain"
+        outs = run_group(taco, torch, comms, "allreduce", [to_dev(torch, p) for p in parts], False)
+        for r in range(2):
+            assert_same(to_host(torch, outs[r]), ref.allreduce(parts, "none"), f"rank {r}")
+    finally:
+        close_all(comms)
+
+
 def test_bad_arguments(taco, torch):
     from taco.errors import InvalidArgumentError, InvalidUsageError
 
@@ -422,8 +459,10 @@ def test_destroy_and_abort(taco, torch):
     comms[0].abort()
     comms[1].abort()
     assert lib.tacoGroupEnd() == lib.tacoSuccess  # nothing left to run
-    assert comms[0].closed
+    assert comms[0].closed and comms[0].aborted
     comms[0].close()  # idempotent
+    with pytest.raises(InvalidUsageError, match="communicator was aborted"):
+        comms[0].allreduce(x[0])
     # a communicator used and then destroyed waits for its work
     comms = loop(taco, 3, "fp8-block")
     xs = [torch.randn(1 << 20, device="cuda") for _ in comms]

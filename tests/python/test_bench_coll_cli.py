@@ -1,4 +1,4 @@
-"""`python -m taco bench coll`: argument errors are reported clearly (exit 2) before any
+"""`python -m taco bench coll` (taco_bench.coll): argument errors are reported clearly (exit 2) before any
 GPU or PyTorch is needed, and --help documents the columns."""
 import os
 import subprocess
@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+import taco
 
 
 def _run(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # the taco this test imported (installed or python/); conftest put a source taco_bench on PYTHONPATH
+    env = dict(os.environ, PYTHONPATH=str(Path(taco.__file__).resolve().parent.parent) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "taco", "bench", "coll", *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
@@ -21,6 +23,7 @@ def _run(*args):
     (["-d", "fp64"], "-d/--dtype: unknown type 'fp64'"),
     (["-b", "2M", "-e", "1M"], "-b/-e: need 0 < minbytes <= maxbytes"),
     (["--loopback", "0"], "--loopback: need N >= 1"),
+    (["--algo", "twoshot"], "--algo: unknown AllReduce algorithm 'twoshot'; choose from auto, plain"),
 ])
 def test_argument_errors(args, message):
     p = _run(*args)
@@ -36,5 +39,28 @@ def test_unparseable_size():
 def test_help_lists_columns():
     p = _run("--help")
     assert p.returncode == 0
-    for word in ("busbw", "speedup", "wire", "max_err", "#diff", "--loopback", "--plot", "DIY"):
+    for word in ("busbw", "speedup", "wire", "max_err", "#diff", "--loopback", "--plot", "DIY", "--algo",
+                 "allreduce_algo", "oneshot-raw"):
         assert word in p.stdout
+
+
+def test_wire_is_taco_perf_s_formula():
+    """bench/perf/taco_perf.cu's wireRatio(): the 1/P share's uncompressed bytes over the compressed
+    bytes of the piece a rank sends, for AllReduce a shard on codec-block boundaries; 1.0 when the
+    call runs uncompressed."""
+    from taco_bench.coll import wire_ratio
+
+    count, P = 1000, 3  # 4 blocks of 256 for 3 ranks: AllReduce shards of 512, 488 and 0 elements
+    shard = taco.compressed_size("taco", 512, "float32")
+    assert wire_ratio("allreduce", "taco", count, P, "float32", 0, "staged") == 4000 / (3 * shard)
+    assert wire_ratio("allreduce", "taco", count, P, "float32", 0, "fused") == 4000 / (3 * shard)
+    block128 = taco.compressed_size("taco:block=128", 384, "float32")  # 8 blocks of 128: 3 per shard
+    assert wire_ratio("allreduce", "taco:block=128", count, P, "float32", 0, "oneshot") == 4000 / (3 * block128)
+    for algo in ("plain", "oneshot-raw"):
+        assert wire_ratio("allreduce", "taco", count, P, "float32", 0, algo) == 1.0
+    assert wire_ratio("allreduce", "none", count, P, "float32", 0, "oneshot-raw") == 1.0
+    # the other collectives: pieces of count / P, uncompressed below the fallback threshold
+    piece = taco.compressed_size("fp8-block", 333, "bfloat16")
+    assert wire_ratio("reduce_scatter", "fp8-block", 999, P, "bfloat16", 1998, "-") == 1998 / (3 * piece)
+    assert wire_ratio("alltoall", "fp8-block", 999, P, "bfloat16", 1999, "-") == 1.0
+    assert wire_ratio("allgather", "none", 999, P, "bfloat16", 0, "-") == 1.0

@@ -182,7 +182,7 @@ def test_codec_info_fields(lib):
 
 def test_error_classes_follow_the_enum_names(lib):
     expect = {
-        "tacoUnhandledCudaError": errors.CudaError, "tacoSystemError": errors.SystemError_,
+        "tacoUnhandledCudaError": errors.CudaError, "tacoSystemError": errors.TacoSystemError,
         "tacoInternalError": errors.InternalError, "tacoInvalidArgument": errors.InvalidArgumentError,
         "tacoInvalidUsage": errors.InvalidUsageError, "tacoRemoteError": errors.RemoteError,
         "tacoNcclError": errors.NcclError, "tacoNotSupported": errors.NotSupportedError,
@@ -197,6 +197,8 @@ def test_error_classes_follow_the_enum_names(lib):
         assert e.code == value and e.name == name and e.message
     assert issubclass(errors.InvalidArgumentError, ValueError)
     assert issubclass(errors.OutOfMemoryError, MemoryError)
+    assert issubclass(errors.TacoSystemError, OSError) and not issubclass(errors.TacoSystemError, SystemError)
+    assert not hasattr(taco, "SystemError_")
     assert not issubclass(errors.NotSupportedError, NotImplementedError)
     errors.check(lib.tacoSuccess)
     with pytest.raises(errors.RemoteError):

@@ -1,4 +1,4 @@
-"""python -m taco train (taco.train_bench) on the CPU: the tiny GPT built from taco.torch's TP
+"""python -m taco train (taco_bench.train) on the CPU: the tiny GPT built from taco.torch's TP
 layers trains with the exact sum (cpu-exact) and with the numpy collective model (cpu-ref);
 checkpoint/resume is exact; fp16 overflow propagates through the compressed AllReduce and
 the GradScaler skips the step; the sweep summary math. No GPU, no libtaco GPU code."""
@@ -13,7 +13,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ml_dtypes")
 import numpy as np  # noqa: E402
 
-from taco import train_bench as tb  # noqa: E402
+from taco_bench import ablations  # noqa: E402
+from taco_bench import accuracy as acc  # noqa: E402
+from taco_bench.train import collectives, config, data, loop, report  # noqa: E402
+from taco_bench.train import cli as train_cli  # noqa: E402
 
 # a 2-layer tiny model on the help-topics corpus: ~0.44M parameters, 8 x 64 tokens per step
 SMALL = "--preset tiny --corpus pydoc --layers 2 --eval-batches 1 --warmup 2 --dtype fp32"
@@ -21,16 +24,16 @@ SMALL = "--preset tiny --corpus pydoc --layers 2 --eval-batches 1 --warmup 2 --d
 
 def cfg(extra=""):
     p = argparse.ArgumentParser()
-    tb.add_arguments(p)
+    train_cli.add_arguments(p)
     a = p.parse_args((SMALL + " " + extra).split())
     if a.backend is None:
         a.backend = "cpu-exact"
-    return tb.make_config(a)
+    return config.make_config(a)
 
 
 def run(extra="", out=None, **kw):
     kw.setdefault("eval_every", 5)
-    return tb.train(cfg(extra), out, quiet=True, **kw)
+    return loop.train(cfg(extra), out, quiet=True, **kw)
 
 
 def losses(lg):
@@ -64,13 +67,12 @@ def test_reference_none_vs_exact_sum():
     sum of two fp32 values is correctly rounded), so the runs are bit-identical. For P = 4
     in fp32 they differ by rounding in about a third of the elements, so the losses agree
     only to fp rounding."""
-    T = tb._torch_parts()
     g = torch.Generator().manual_seed(0)
     for P, differs in ((2, False), (4, True)):
         ts = [torch.randn(4096, generator=g) for _ in range(P)]
         o1, o2 = torch.empty(4096), torch.empty(4096)
-        T["exact_sum"](ts, [o1])
-        T["ref_reduce"]("exact")(ts, [o2])
+        collectives.exact_sum(ts, [o1])
+        collectives.ref_reduce("exact")(ts, [o2])
         assert bool((o1 != o2).any()) == differs
         # rounding error of a sequential fp32 sum: at most (P - 1) u sum |t_i|, u = 2^-24
         bound = (P - 1) * 2.0 ** -24 * sum(t.abs().double() for t in ts) + 2.0 ** -24 * o1.abs().double()
@@ -96,17 +98,14 @@ def test_reference_taco_differs_slightly():
 
 def test_emulated_pertensor_matches_numpy_ablation():
     """The torch emulation of the per-tensor FP8 ablations (the GPU path) against
-    taco.accuracy's numpy model: same scheme, WHT as a matmul, so equal up to rounding."""
-    from taco import accuracy
-
-    T = tb._torch_parts()
+    taco_bench.ablations' numpy model: same scheme, WHT as a matmul, so equal up to rounding."""
     g = torch.Generator().manual_seed(1)
     ts = [torch.randn(3000, generator=g) * torch.exp(torch.randn(3000, generator=g)) for _ in range(4)]
     exact = sum(t.double() for t in ts)
     for rotate in (False, True):
         o = torch.empty(3000)
-        T["emulated_pertensor"](rotate)(ts, [o])
-        y = accuracy.allreduce_pertensor([t.numpy() for t in ts], rotate)
+        collectives.emulated_pertensor(rotate)(ts, [o])
+        y = ablations.allreduce_pertensor([t.numpy() for t in ts], rotate)
         nm = float(((o.double() - torch.from_numpy(y).double()) ** 2).sum() / (exact ** 2).sum())
         err = float(((o.double() - exact) ** 2).sum() / (exact ** 2).sum())
         assert 1e-6 < err < 1e-2  # lossy
@@ -118,7 +117,7 @@ def test_checkpoint_resume_reproduces_uninterrupted(tmp_path):
     b = str(tmp_path / "b")
     part = run("--steps 8 --tp 4", out=b, eval_every=4, stop_after=3)
     assert not part["finished"] and len(part["train"]) == 3
-    ck = os.path.join(b, tb.run_name(cfg("--steps 8 --tp 4")) + ".ckpt.pt")
+    ck = os.path.join(b, config.run_name(cfg("--steps 8 --tp 4")) + ".ckpt.pt")
     st = torch.load(ck, weights_only=False)
     assert st["step"] == 3 and st["data_position"] == 3 and "optimizer" in st and "rng_cpu" in st
     rest = run("--steps 8 --tp 4", out=b, eval_every=4, resume=True)
@@ -127,7 +126,7 @@ def test_checkpoint_resume_reproduces_uninterrupted(tmp_path):
     assert [e["step"] for e in rest["evals"]] == [0, 3, 4, 8]
     fv = {e["step"]: e["val"] for e in full["evals"]}
     assert all(fv[e["step"]] == e["val"] for e in rest["evals"] if e["step"] in fv)
-    with open(os.path.join(b, tb.run_name(cfg("--steps 8 --tp 4")) + ".json")) as f:
+    with open(os.path.join(b, config.run_name(cfg("--steps 8 --tp 4")) + ".json")) as f:
         assert json.load(f)["finished"]
     with pytest.raises(SystemExit, match="different configuration"):
         run("--steps 8 --tp 4 --lr 0.5", out=b, resume=True)
@@ -148,7 +147,7 @@ def test_fp16_overflow_propagates_and_step_is_skipped(backend, codec):
 
 def test_sweep_summary_math():
     finals = {"exact": [3.00, 3.02, 3.01], "taco": [3.015], "int4-block": [3.10], "bf16": [2.99]}
-    s = tb.sweep_summary(finals)
+    s = report.sweep_summary(finals)
     assert s["baseline_mean"] == pytest.approx(3.01)
     assert s["spread"] == pytest.approx(0.02)
     assert s["std"] == pytest.approx(0.01)
@@ -160,14 +159,14 @@ def test_sweep_summary_math():
     assert rows["int4-block"]["sigmas"] == pytest.approx(9.0)
     assert rows["int4-block"]["above"] and not rows["taco"]["above"] and not rows["exact"]["above"]
     assert s["control_discriminates"] is True
-    text = tb.format_summary(s)
+    text = report.format_summary(s)
     assert "YES" in text and "4.50x spread, 9.0x std" in text and "worse than every baseline run: yes" in text
-    s2 = tb.sweep_summary(dict(finals, **{"int4-block": [3.05]}))  # 0.04 = 2x spread < 3x
-    assert s2["control_discriminates"] is False and "NO" in tb.format_summary(s2)
-    assert tb.sweep_summary({"exact": [1.0, 1.1], "int4-block": [float("nan")]})["control_discriminates"] is True
-    assert tb.sweep_summary({"exact": [1.0, 1.1]})["control_discriminates"] is None
+    s2 = report.sweep_summary(dict(finals, **{"int4-block": [3.05]}))  # 0.04 = 2x spread < 3x
+    assert s2["control_discriminates"] is False and "NO" in report.format_summary(s2)
+    assert report.sweep_summary({"exact": [1.0, 1.1], "int4-block": [float("nan")]})["control_discriminates"] is True
+    assert report.sweep_summary({"exact": [1.0, 1.1]})["control_discriminates"] is None
     with pytest.raises(ValueError):
-        tb.sweep_summary({"exact": [1.0], "taco": [1.0]})
+        report.sweep_summary({"exact": [1.0], "taco": [1.0]})
 
 
 def test_sweep_end_to_end_cli(tmp_path, capsys):
@@ -179,7 +178,7 @@ def test_sweep_end_to_end_cli(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "baseline (exact)" in text and "int4-block" in text and "control int4-block" in text
-    logs = tb.load_logs(out)
+    logs = report.load_logs(out)
     assert sorted((lg["config"]["codec"], lg["config"]["seed"], lg["config"]["backend"]) for lg in logs) == [
         ("exact", 0, "cpu-exact"), ("exact", 1, "cpu-exact"), ("int4-block", 0, "cpu-ref")]
     rc = main(["train", "--summary", out])  # the same table from the logs alone
@@ -188,13 +187,22 @@ def test_sweep_end_to_end_cli(tmp_path, capsys):
 
 def test_lr_schedule_and_offsets_are_pure():
     c = cfg("--steps 100")
-    assert tb.lr_at(c, 1) == pytest.approx(c["lr"] / 2)
-    assert tb.lr_at(c, 2) == pytest.approx(c["lr"])
-    assert tb.lr_at(c, 100) == pytest.approx(0.1 * c["lr"])
-    a = tb.batch_offsets(10000, 64, 8, seed=3, step=7)
-    assert np.array_equal(a, tb.batch_offsets(10000, 64, 8, seed=3, step=7))
-    assert not np.array_equal(a, tb.batch_offsets(10000, 64, 8, seed=4, step=7))
+    assert config.lr_at(c, 1) == pytest.approx(c["lr"] / 2)
+    assert config.lr_at(c, 2) == pytest.approx(c["lr"])
+    assert config.lr_at(c, 100) == pytest.approx(0.1 * c["lr"])
+    a = data.batch_offsets(10000, 64, 8, seed=3, step=7)
+    assert np.array_equal(a, data.batch_offsets(10000, 64, 8, seed=3, step=7))
+    assert not np.array_equal(a, data.batch_offsets(10000, 64, 8, seed=4, step=7))
     assert a.max() < 10000 - 65
+
+
+def test_codec_list_is_the_library_s_in_id_order():
+    import taco
+
+    names = config.library_codecs()
+    assert names == [c for c in taco.codecs() if c != "none"]
+    assert [taco.codec_info(c)["id"] for c in names] == list(range(1, len(names) + 1))
+    assert config.all_codecs() == ["exact", *names, "pt-fp8", "rot-pt-fp8"]
 
 
 def test_bad_arguments():
@@ -217,27 +225,25 @@ def test_summary_at_step_tail_and_paired():
             _fake_log("taco", 0, [3.0, 2.1, 1.02]), _fake_log("taco", 1, [3.1, 2.3], finished=False),
             _fake_log("int4-block", 1, [3.5], finished=False)]
     # final values: unfinished runs are left out
-    assert tb.finals_from_logs(logs) == {"exact": [1.0, 1.1], "taco": [1.02]}
+    assert report.finals_from_logs(logs) == {"exact": [1.0, 1.1], "taco": [1.02]}
     # at a common step, every run that reached it counts; a run that did not is left out
-    at = tb.finals_from_logs(logs, at_step=200)
+    at = report.finals_from_logs(logs, at_step=200)
     assert at == {"exact": [2.0, 2.2], "taco": [2.1, 2.3]}
-    assert tb.run_value(logs[4], at_step=200) is None
+    assert report.run_value(logs[4], at_step=200) is None
     # tail: the mean of the last K evals up to the step
-    assert tb.finals_from_logs(logs, at_step=200, tail=2)["exact"] == [pytest.approx(2.5), pytest.approx(2.65)]
+    assert report.finals_from_logs(logs, at_step=200, tail=2)["exact"] == [pytest.approx(2.5), pytest.approx(2.65)]
     # paired: codec minus the baseline run of the same seed
-    pd = tb.paired_from_logs(logs, at_step=200)
+    pd = report.paired_from_logs(logs, at_step=200)
     assert pd["taco"] == [pytest.approx(0.1), pytest.approx(0.1)] and "int4-block" not in pd
-    s = tb.sweep_summary(at, paired=pd)
+    s = report.sweep_summary(at, paired=pd)
     row = next(r for r in s["rows"] if r["codec"] == "taco")
     assert row["paired_n"] == 2 and row["paired_rel"] == pytest.approx(0.1 / 2.1)
-    assert "+4.762 (2)" in tb.format_summary(s)
+    assert "+4.762 (2)" in report.format_summary(s)
 
 
 def test_capture_feeds_the_accuracy_tables(tmp_path):
     """--capture saves the partials every TP AllReduce of one step received; `python -m taco
     accuracy --capture` measures the codecs on exactly those tensors."""
-    from taco import accuracy as acc
-
     path = str(tmp_path / "cap.npz")
     run("--steps 3 --tp 4", capture=path, capture_step=2, capture_tokens=32)
     with np.load(path) as z:
@@ -271,8 +277,8 @@ def test_config_argv_round_trips():
     for extra in ("--steps 7 --tp 2", "--untied --lr 0.002 --seed 3 --codec int4-block --backend cpu-ref"):
         c = cfg(extra)
         p = argparse.ArgumentParser()
-        tb.add_arguments(p)
-        assert tb.make_config(p.parse_args(tb.config_argv(c))) == c
+        train_cli.add_arguments(p)
+        assert config.make_config(p.parse_args(config.config_argv(c))) == c
 
 
 def test_parallel_sweep_runs_workers_and_summarizes(tmp_path, capsys):
@@ -284,7 +290,7 @@ def test_parallel_sweep_runs_workers_and_summarizes(tmp_path, capsys):
     assert main(args) == 0
     text = capsys.readouterr().out
     assert text.count("started ") == 3 and "control int4-block" in text
-    logs = tb.load_logs(out)
+    logs = report.load_logs(out)
     assert sorted((lg["config"]["codec"], lg["config"]["seed"], lg["config"]["backend"], lg["finished"])
                   for lg in logs) == [("exact", 0, "cpu-exact", True), ("exact", 1, "cpu-exact", True),
                                       ("int4-block", 0, "cpu-ref", True)]

@@ -2,21 +2,28 @@
 and a do-it-yourself FP8 baseline measured in the same run.
 
     python -m taco bench coll --loopback 4 [-b 1K] [-e 1G] [-f 2] [-n 20] [-w 5] [-d fp32]
-                              [--op allreduce,...] [--codec taco,fp8-block] [-G 0] [--plot out.png] [-J out.json]
+                              [--op allreduce,...] [--codec taco,fp8-block] [--algo auto] [-G 0]
+                              [--plot out.png] [-J out.json]
     torchrun --nproc-per-node 8 -m taco bench coll ...        (one GPU per rank)
     mpirun -np 8 python -m taco bench coll ...                (mpi4py; one GPU per rank)
 
 Per size and codec: size (bytes of the uncompressed buffer: the AllReduce
 buffer, ReduceScatter's input, AllGather's output, AlltoAll's buffer), count
-(elements of that buffer), type, time (us per call; the slowest rank), algbw =
-size / time, busbw = algbw x NCCL's factor (AllReduce 2(n-1)/n, the others
-(n-1)/n) on uncompressed bytes; the plain collective (codec "none": ncclAllReduce
-etc., or loopback copies) measured in the same run; speedup = plain time /
-time; wire = bytes a rank receives in the plain collective / bytes it receives
-with the codec (1.00 below the fallback threshold); max_err = max|y-e|/max|e|
-and rms_err = sqrt(sum (y-e)^2 / sum e^2) against the exact fp64 result e over
-every rank's output; #diff = ranks whose output is not bit-identical to rank 0's
-(AllReduce and AllGather, where every rank holds the same result).
+(elements of that buffer), type, algo (the AllReduce algorithm the call ran,
+Communicator.allreduce_algo: --algo forces one for the codecs; "diy" for the DIY
+baseline, "-" for the other collectives), time (us per call; the slowest rank),
+algbw = size / time, busbw = algbw x NCCL's factor (AllReduce 2(n-1)/n, the
+others (n-1)/n) on uncompressed bytes; the plain collective (codec "none",
+algorithm plain: ncclAllReduce etc., or loopback copies) measured in the same
+run; speedup = plain time / time; wire = uncompressed bytes over compressed
+bytes (headers included) of the piece each rank sends, as taco_perf's wire
+column: a piece is 1/P of the buffer, for AllReduce a shard on codec-block
+boundaries; 1.00 when the call runs uncompressed (codec none, AllReduce
+algorithm plain or oneshot-raw, the other collectives below the fallback
+threshold); max_err = max|y-e|/max|e| and rms_err = sqrt(sum (y-e)^2 / sum e^2)
+against the exact fp64 result e over every rank's output; #diff = ranks whose
+output is not bit-identical to rank 0's (AllReduce and AllGather, where every
+rank holds the same result).
 
 DIY (AllReduce only, --diy, on by default): what a user writes without libtaco:
 per-block (256) absmax FP8 E4M3 quantisation in PyTorch (torch.float8_e4m3fn,
@@ -39,7 +46,9 @@ import os
 import sys
 from typing import Any
 
-from .bench_codec import parse_count
+from taco.comm import ALGOS
+
+from .codec import parse_count
 
 OPS = ("allreduce", "reduce_scatter", "allgather", "alltoall")
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -96,13 +105,13 @@ class World:
     def comms(self, codec: str, config: dict) -> list:
         """The communicators (one per local rank) for `codec`, created once."""
         if codec not in self._comms:
-            from . import comm as _comm
+            from taco import comm as _comm
 
             cfg = dict(config, codec=codec)
             if self.mode == "loopback":
                 cs = _comm.loopback(self.size, **cfg)
             elif self.mode == "torchrun":
-                from . import torch as tt
+                from taco import torch as tt
 
                 cs = [tt.communicator_from_process_group(None, **cfg)]
             elif self.mode == "mpi":
@@ -132,7 +141,7 @@ class World:
     def close(self) -> None:
         self.torch.cuda.synchronize()
         if self.mode == "torchrun":
-            from . import torch as tt
+            from taco import torch as tt
 
             tt.destroy_communicators()
         for cs in self._comms.values():
@@ -230,7 +239,7 @@ class DiyAllReduce:
             self.w.pg.all_gather_into_tensor(s_all, ss[0])
             self._dequant_sum(q_all, s_all, outs[0])
             return
-        from .comm import group
+        from taco.comm import group
 
         q_alls = [torch.empty(self.P * self.padded, dtype=torch.uint8, device=x.device) for x in xs]
         s_alls = [torch.empty(self.P * self.nb, dtype=torch.float32, device=x.device) for x in xs]
@@ -246,7 +255,7 @@ class DiyAllReduce:
 
 
 def _launcher(op: str, comms: list, xs: list, outs: list):
-    from .comm import group
+    from taco.comm import group
 
     if len(comms) == 1:
         fn = getattr(comms[0], op)
@@ -309,18 +318,30 @@ def check(world: World, op: str, count: int, outs: list, gen, dtype) -> tuple[fl
             math.sqrt(num / den) if den > 0 else float("nan"), ndiff)
 
 
-def wire_ratio(op: str, codec: str, count: int, P: int, dname: str, fallback: int) -> float:
-    from . import codec as _codec
-    from ._arrays import itemsize
+def wire_ratio(op: str, codec: str, count: int, P: int, dname: str, fallback: int, algo: str) -> float:
+    """bench/perf/taco_perf.cu's wireRatio(): the uncompressed bytes of the buffer's 1/P share
+    over the compressed bytes (header included) of the piece each rank sends; 1.0 when the
+    call runs uncompressed. AllReduce runs uncompressed with codec none or algorithm plain or
+    oneshot-raw (the algorithm covers the fallback threshold), the other collectives with
+    codec none, below the fallback threshold, or with more ranks than one accumulate kernel
+    takes (TACO_MAX_ACCUM_INPUTS + 1)."""
+    from taco import _lib, codec_info, compressed_size
+    from taco._arrays import itemsize
 
-    esz = itemsize(dname)
-    if codec == "none" or count * esz < fallback:
+    nbytes = count * itemsize(dname)
+    if op == "allreduce":
+        uncompressed = codec == "none" or algo in ("plain", "oneshot-raw")
+    else:
+        uncompressed = (codec == "none" or nbytes < fallback
+                        or P - 1 > _lib.constants()["TACO_MAX_ACCUM_INPUTS"])
+    if uncompressed:
         return 1.0
-    piece = count // P  # every op moves pieces of 1/P of the buffer
-    try:
-        return piece * esz / _codec.compressed_size(codec, piece, dname)
-    except Exception:  # noqa: BLE001 - codec not defined for this dtype
-        return float("nan")
+    piece = count // P
+    if op == "allreduce":  # shards on codec-block boundaries (docs/collectives.md)
+        B = codec_info(codec)["block_size"] or 256
+        nblocks = -(-count // B)
+        piece = min(count, -(-nblocks // P) * B)
+    return nbytes / (P * compressed_size(codec, piece, dname))
 
 
 def sizes(b: int, e: int, f: int) -> list[int]:
@@ -346,6 +367,9 @@ def run(args: argparse.Namespace) -> int:
     if args.loopback is not None and args.loopback < 1:
         print(f"--loopback: need N >= 1 ranks (got {args.loopback})", file=sys.stderr)
         return 2
+    if args.algo is not None and args.algo not in ALGOS:
+        print(f"--algo: unknown AllReduce algorithm {args.algo!r}; choose from {', '.join(ALGOS)}", file=sys.stderr)
+        return 2
     try:
         import torch
     except ImportError:
@@ -358,8 +382,10 @@ def run(args: argparse.Namespace) -> int:
     dname = DTYPES[args.dtype]
     tdt = getattr(torch, dname)
     esz = torch.tensor([], dtype=tdt).element_size()
-    config = {k: v for k, v in (("fallback_bytes", args.fallback_bytes), ("chunk_bytes", args.chunk_bytes))
-              if v is not None}
+    config = {k: v for k, v in (("fallback_bytes", args.fallback_bytes), ("chunk_bytes", args.chunk_bytes),
+                                ("algo", args.algo)) if v is not None}
+    # the baseline is the transport's own collective whatever --algo or TACO_ALGO say
+    plain_config = dict(config, algo="plain")
 
     world = World(args.loopback)
     # everything runs on one non-default stream (CUDA graphs cannot be captured on the default one)
@@ -367,11 +393,11 @@ def run(args: argparse.Namespace) -> int:
     P = world.size
     lead = world.rank == 0
     say = (lambda *a: print(*a, flush=True)) if lead else (lambda *a: None)
-    fallback = world.comms("none", config)[0].config["fallback_bytes"]
+    fallback = world.comms("none", plain_config)[0].config["fallback_bytes"]
     say(f"# taco bench coll: {P} ranks ({world.mode}), {torch.cuda.get_device_name()}, type {args.dtype}, "
-        f"iters {args.iters}, warmup {args.warmup}, graph {args.graph}, fallback {fallback} B; "
-        f"time = slowest rank, busbw on uncompressed bytes")
-    hdr = (f"{'op':<14} {'size(B)':>12} {'count':>11} {'type':>5} {'codec':<14} {'time(us)':>10} "
+        f"iters {args.iters}, warmup {args.warmup}, graph {args.graph}, fallback {fallback} B"
+        + (f", algo {args.algo}" if args.algo else "") + "; time = slowest rank, busbw on uncompressed bytes")
+    hdr = (f"{'op':<14} {'size(B)':>12} {'count':>11} {'type':>5} {'codec':<14} {'algo':<11} {'time(us)':>10} "
            f"{'algbw':>7} {'busbw':>7} {'plain(us)':>10} {'p.busbw':>7} {'speedup':>7} {'wire':>5} "
            f"{'max_err':>9} {'rms_err':>9} {'#diff':>5}")
     say(hdr)
@@ -390,24 +416,26 @@ def run(args: argparse.Namespace) -> int:
 
             xs = [gen(r) for r in world.local]
             outs = [torch.empty(out_count, dtype=tdt, device=world.device) for _ in world.local]
-            plain_us = time_us(world, _launcher(op, world.comms("none", config), xs, outs),
+            plain_us = time_us(world, _launcher(op, world.comms("none", plain_config), xs, outs),
                                args.iters, args.warmup, args.graph)
             entries = [("none", None)] + [(c, None) for c in codecs]
             if op == "allreduce" and args.diy:
-                entries.append(("diy-fp8", DiyAllReduce(world, count, tdt, config)))
+                entries.append(("diy-fp8", DiyAllReduce(world, count, tdt, plain_config)))
             for name, diy in entries:
                 if diy is None:
-                    comms = world.comms(name, config)
+                    comms = world.comms(name, plain_config if name == "none" else config)
                     launch = _launcher(op, comms, xs, outs)
                     try:
+                        algo = comms[0].allreduce_algo(count, dname) if op == "allreduce" else "-"
                         launch()
                     except Exception as e:  # noqa: BLE001 - e.g. a codec not defined for this dtype
                         say(f"{op:<14} {nbytes:>12} {count:>11} {args.dtype:>5} {name:<14} skipped: {e}")
                         continue
                     us = plain_us if name == "none" else time_us(world, launch, args.iters, args.warmup,
                                                                    args.graph)
-                    wire = wire_ratio(op, name, count, P, dname, fallback)
+                    wire = wire_ratio(op, name, count, P, dname, fallback, algo)
                 else:
+                    algo = "diy"
                     launch = lambda: diy(xs, outs)  # noqa: E731
                     launch()
                     us = time_us(world, launch, args.iters, args.warmup, args.graph)
@@ -426,18 +454,19 @@ def run(args: argparse.Namespace) -> int:
                 busbw = algbw * bus_factor(op, P)
                 p_busbw = nbytes / (plain_us * 1e-6) / 1e9 * bus_factor(op, P)
                 row = {"op": op, "size": nbytes, "count": count, "type": args.dtype, "codec": name,
-                       "time_us": us, "algbw": algbw, "busbw": busbw, "plain_time_us": plain_us,
+                       "algo": algo, "time_us": us, "algbw": algbw, "busbw": busbw, "plain_time_us": plain_us,
                        "plain_busbw": p_busbw, "speedup": plain_us / us, "wire": wire,
                        "max_err": mx, "rms_err": rms, "ndiff": ndiff}
                 rows.append(row)
-                say(f"{op:<14} {nbytes:>12} {count:>11} {args.dtype:>5} {name:<14} {us:>10.1f} {algbw:>7.2f} "
-                    f"{busbw:>7.2f} {plain_us:>10.1f} {p_busbw:>7.2f} {plain_us / us:>7.2f} {wire:>5.2f} "
+                say(f"{op:<14} {nbytes:>12} {count:>11} {args.dtype:>5} {name:<14} {algo:<11} {us:>10.1f} "
+                    f"{algbw:>7.2f} {busbw:>7.2f} {plain_us:>10.1f} {p_busbw:>7.2f} {plain_us / us:>7.2f} {wire:>5.2f} "
                     f"{mx:>9.2e} {rms:>9.2e} {'-' if ndiff is None else ndiff:>5}")
             del xs, outs
     bad_ranks = sum(r["ndiff"] or 0 for r in rows)
     say(f"# #diff total: {bad_ranks}")
     meta = {"ranks": P, "mode": world.mode, "device": torch.cuda.get_device_name(), "type": args.dtype,
-            "iters": args.iters, "warmup": args.warmup, "graph": args.graph, "fallback_bytes": fallback}
+            "iters": args.iters, "warmup": args.warmup, "graph": args.graph, "fallback_bytes": fallback,
+            "algo": args.algo}
     if lead and args.json:
         with open(args.json, "w") as fh:
             json.dump({"meta": meta, "rows": rows}, fh, indent=2)
@@ -495,6 +524,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="capture N calls into a CUDA graph and time replays (0: plain launches)")
     p.add_argument("--op", default="allreduce", help=f"comma list of {', '.join(OPS)}")
     p.add_argument("--codec", default="taco", help="comma list of codec specs (plain 'none' is always measured)")
+    p.add_argument("--algo", default=None, metavar="NAME",
+                   help=f"AllReduce algorithm of the codecs' communicators: {', '.join(ALGOS)} (default: "
+                        f"TACO_ALGO, else auto); the plain collective always runs plain")
     p.add_argument("--diy", dest="diy", action="store_true", default=True,
                    help="measure the do-it-yourself FP8 baseline (AllReduce; default on)")
     p.add_argument("--no-diy", dest="diy", action="store_false")
@@ -506,9 +538,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-J", "--json", default=None, metavar="PATH", help="also write the rows as JSON")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m taco bench coll", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None, prog: str = "python -m taco_bench coll") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     return run(p.parse_args(argv))
 

@@ -1,4 +1,4 @@
-"""Codec benchmark: speed against the same run's device-to-device memcpy, and
+"""python -m taco bench codec (taco_bench.codec): codec speed against the same run's device-to-device memcpy, and
 accuracy (NMSE) on Laplace-distributed data.
 
     python -m taco bench codec [--count 2^28] [--dtype fp32,bf16,fp16] [--codec taco,...]
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _arrays, _lib
-from . import codec as _codec
-from .errors import NotSupportedError, check
+from taco import _arrays, _lib
+from taco import codec as _codec
+from taco.errors import NotSupportedError, check
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_GPU_COUNT = 1 << 28
@@ -203,7 +203,7 @@ class _TorchBackend:
 
 def gpu_backend() -> Any | None:
     """CuPy if importable, else torch; None without a usable GPU."""
-    from . import _cuda
+    from taco import _cuda
 
     if _cuda.device_count() == 0:
         return None
@@ -385,9 +385,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m taco bench codec", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None, prog: str = "python -m taco_bench codec") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     return run(p.parse_args(argv))
 

@@ -1,0 +1,155 @@
+"""The Communicator's Python side without a GPU: argument checks that run before any
+collective reaches the library, the config (algo included) through tacoConfig_t, and the
+algorithm, async-error and abort calls against a stand-in for the communicator entry points.
+The same calls on real communicators: tests/gpu/test_collectives.py."""
+import pytest
+
+import taco
+from taco import _lib
+from taco import comm as comm_mod
+
+
+class FakeCAI:
+    """A device array description only (CUDA Array Interface): describe() reads it, nothing runs."""
+
+    def __init__(self, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (0x7000_0000, False),
+                                         "version": 3, "strides": None, "stream": None}
+
+
+class FourRanks(taco.Communicator):
+    size = 4  # what tacoCommCount would say; the checks below stop before any library call
+
+
+@pytest.mark.parametrize("op", ["reduce_scatter", "alltoall"])
+def test_per_rank_split_is_checked_once_and_named(op, monkeypatch):
+    calls = []
+
+    def counting_describe(x, name, **kw):
+        calls.append(name)
+        return describe(x, name, **kw)
+
+    describe = comm_mod.describe
+    monkeypatch.setattr(comm_mod, "describe", counting_describe)
+    with pytest.raises(taco.InvalidArgumentError, match=f"{op}: x has a size not divisible by the 4 ranks"):
+        getattr(FourRanks(object(), "test"), op)(FakeCAI(6))
+    assert calls == ["x"]  # x is described once per call
+
+
+# ---------------------------------------------------------------- AllReduce algorithms
+
+
+def test_every_algorithm_of_the_header_has_a_name():
+    values = _lib.enum_values("tacoAlgo_t")
+    assert set(comm_mod._ALGO_ENUMS.values()) == set(values) - {"tacoNumAlgos"}
+    assert [values[comm_mod._ALGO_ENUMS[a]] for a in comm_mod.ALGOS] == list(range(len(comm_mod.ALGOS)))
+    assert comm_mod.ALGOS[0] == "auto" and "oneshot-raw" in comm_mod.ALGOS
+
+
+@pytest.mark.parametrize("algo", ["auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"])
+def test_config_round_trips_through_the_struct(algo):
+    given = {"codec": "taco:block=128", "chunk_bytes": 1 << 20, "fallback_bytes": 4096, "pipeline_depth": 3,
+             "check_consistency": 0, "algo": algo}
+    cfg, _keep = comm_mod._config(given)
+    assert cfg.algo == _lib.enum_values("tacoAlgo_t")[comm_mod._ALGO_ENUMS[algo]]
+    assert comm_mod._config_dict(cfg) == given
+
+
+def test_algo_left_out_is_left_to_the_library():
+    cfg, _ = comm_mod._config({"codec": "taco", "algo": None})
+    assert cfg.algo == _lib.constants()["TACO_CONFIG_UNDEF_INT"]  # TACO_ALGO, else auto
+
+
+@pytest.mark.parametrize("create", [
+    lambda: taco.loopback(2, codec="taco", algo="twoshot"),
+    lambda: taco.Communicator.from_unique_id(bytes(128), 2, 0, algo="twoshot"),
+    lambda: taco.init(algo="twoshot"),
+], ids=["loopback", "from_unique_id", "init"])
+def test_bad_algo_is_rejected_naming_it(create):
+    with pytest.raises(taco.InvalidArgumentError) as e:
+        create()
+    assert isinstance(e.value, ValueError)
+    msg = str(e.value)
+    assert "algo" in msg and "'twoshot'" in msg and "oneshot-raw" in msg
+    with pytest.raises(TypeError, match="algo"):
+        comm_mod._config({"algo": 3})
+
+
+class StubLib:
+    """The real library, but for the communicator calls these tests answer themselves (there
+    is no GPU, so no real communicator)."""
+
+    def __init__(self, algo=0, async_error=0):
+        self._real = _lib.lib()
+        self.algo, self.async_error, self.calls = algo, async_error, []
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def tacoCommAllReduceAlgo(self, comm, count, dtype, out):
+        self.calls.append(("algo", count, dtype))
+        out[0] = self.algo
+        return self._real.tacoSuccess
+
+    def tacoCommGetAsyncError(self, comm, out):
+        out[0] = self.async_error
+        return self._real.tacoSuccess
+
+    def tacoCommAbort(self, comm):
+        self.calls.append("abort")
+        return self._real.tacoSuccess
+
+    def tacoCommDestroy(self, comm):
+        self.calls.append("destroy")
+        return self._real.tacoSuccess
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    s = StubLib()
+    monkeypatch.setattr(_lib, "lib", lambda: s)
+    return s
+
+
+def test_allreduce_algo_names_the_library_s_choice(stub):
+    c = taco.Communicator(object(), "test")
+    values = _lib.enum_values("tacoAlgo_t")
+    for name in comm_mod.ALGOS[1:]:
+        stub.algo = values[comm_mod._ALGO_ENUMS[name]]
+        assert c.allreduce_algo(1000, "bf16") == name
+    assert stub.calls[-1] == ("algo", 1000, _lib.enum_values("tacoDataType_t")["tacoBfloat16"])
+    stub.algo = 99
+    with pytest.raises(RuntimeError, match="99"):
+        c.allreduce_algo(1000, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="count"):
+        c.allreduce_algo(-1, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="dtype"):
+        c.allreduce_algo(10, "int8")
+
+
+def test_async_error_is_none_or_the_error(stub):
+    c = taco.Communicator(object(), "test")
+    assert c.async_error() is None
+    stub.async_error = _lib.lib().tacoRemoteError
+    e = c.async_error()
+    assert isinstance(e, taco.RemoteError) and e.code == stub.async_error and e.name == "tacoRemoteError"
+    assert "asynchronous" in e.message
+
+
+def test_after_abort_every_call_says_the_communicator_was_aborted(stub):
+    c = taco.Communicator(object(), "test")
+    c.abort()
+    assert stub.calls == ["abort"] and c.closed and c.aborted
+    for call in (lambda: c.rank, lambda: c.size, lambda: c.config, lambda: c.workspace_bytes,
+                 lambda: c.allreduce_algo(10, "float32"), lambda: c.async_error(), lambda: c.last_error(),
+                 lambda: c.allreduce(FakeCAI(8)), lambda: c.allgather(FakeCAI(8))):
+        with pytest.raises(taco.InvalidUsageError, match="communicator was aborted"):
+            call()
+    c.abort()
+    c.close()
+    assert stub.calls == ["abort"] and "aborted" in repr(c)
+    d = taco.Communicator(object(), "test")
+    d.close()
+    assert not d.aborted
+    with pytest.raises(taco.InvalidUsageError, match="communicator is closed"):
+        d.allreduce_algo(10, "float32")
