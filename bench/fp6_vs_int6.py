@@ -35,7 +35,7 @@ except ImportError:
 import ml_dtypes
 import numpy as np
 
-from taco import accuracy as acc
+from taco_bench import accuracy as acc
 from taco import reference as ref
 
 B = 256

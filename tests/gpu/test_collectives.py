@@ -74,6 +74,7 @@ def parts_for(P, n, dtype, seed=0):
 def loop(taco, P, codec, **cfg):
     cfg.setdefault("fallback_bytes", 0)  # exercise the compressed path at every size
     cfg.setdefault("chunk_bytes", 1 << 20)  # small workspace; large counts run many chunks
+    cfg.setdefault("algo", "staged")  # the staged two-shot: test_peer_allreduce.py covers the others
     return taco.comm.loopback(P, codec=codec, **cfg)
 
 
