@@ -22,7 +22,7 @@ namespace {
 int gWorldRank = 0;
 [[maybe_unused]] bool gMpiActive = false;
 
-int envInt(const char* name, int dflt) {
+[[maybe_unused]] int envInt(const char* name, int dflt) {
   const char* v = getenv(name);
   if (v == nullptr || *v == '\0') return dflt;
   char* end = nullptr;
