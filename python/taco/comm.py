@@ -38,8 +38,8 @@ _CONFIG_FIELDS = {
     "algo": "algo",
 }
 
-# The AllReduce algorithms by the names TACO_ALGO takes -> their tacoAlgo_t enumerators
-# (values read from taco.h); tests check that every enumerator has a name.
+# The AllReduce algorithms by the names TACO_ALGO takes (libtaco/core/params.cc) -> their
+# tacoAlgo_t enumerators, whose values are read from taco.h; tests check both lists.
 _ALGO_ENUMS = {
     "auto": "tacoAlgoAuto",
     "plain": "tacoAlgoPlain",

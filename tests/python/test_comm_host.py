@@ -46,6 +46,21 @@ def test_every_algorithm_of_the_header_has_a_name():
     assert comm_mod.ALGOS[0] == "auto" and "oneshot-raw" in comm_mod.ALGOS
 
 
+def test_algorithm_names_are_the_library_s():
+    """The names TACO_ALGO takes, as the library's parameter table lists them (tacoGetParamInfo)."""
+    lib, ffi = _lib.lib(), _lib.ffi()
+    name, dflt, meaning, value = (ffi.new("const char**") for _ in range(4))
+    i = 0
+    while lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoSuccess:
+        if ffi.string(name[0]) == b"TACO_ALGO":
+            listed = ffi.string(meaning[0]).decode().split(":", 1)[1].replace(" or ", ", ")
+            assert tuple(w.strip() for w in listed.split(",")) == comm_mod.ALGOS
+            assert ffi.string(dflt[0]).decode() == "auto"
+            return
+        i += 1
+    pytest.fail("the library's parameter table has no TACO_ALGO")
+
+
 @pytest.mark.parametrize("algo", ["auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"])
 def test_config_round_trips_through_the_struct(algo):
     given = {"codec": "taco:block=128", "chunk_bytes": 1 << 20, "fallback_bytes": 4096, "pipeline_depth": 3,
