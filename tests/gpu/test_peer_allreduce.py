@@ -218,8 +218,9 @@ _HANG_SCRIPT = textwrap.dedent("""
     os.environ.pop("TACO_FAULT_SKIP_RANK", None)
     comms = taco.comm.loopback(P, codec="taco", algo="fused", fallback_bytes=0)
     parts = [np.random.default_rng(r).standard_normal(5000).astype(np.float32) for r in range(P)]
+    xs = [torch.from_numpy(p).cuda() for p in parts]  # kept alive until the group has run
     with taco.comm.group():
-        outs = [c.allreduce(torch.from_numpy(p).cuda()) for c, p in zip(comms, parts)]
+        outs = [c.allreduce(x) for c, x in zip(comms, xs)]
     torch.cuda.synchronize()
     want = ref.allreduce(parts, "taco")
     for o in outs:
