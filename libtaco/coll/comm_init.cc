@@ -98,6 +98,9 @@ void commFree(tacoComm* c) {
   for (cudaEvent_t e : c->joinEvents) if (e) cudaEventDestroy(e);
   if (c->forkEvent) cudaEventDestroy(c->forkEvent);
   delete c->transport;
+  // Poisoned before the free, so that a later call with this handle is refused;
+  // volatile, so the store to an object about to die is not optimised away.
+  *static_cast<volatile uint64_t*>(&c->magic) = kCommMagicDead;
   delete c;
 }
 
@@ -174,6 +177,7 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
     commFree(c);
     return r;
   }
+  c->magic = kCommMagicLive;
   *out = c;
   return tacoSuccess;
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,19 @@
 namespace taco {
 class Transport;   // transport/transport.h
 class PeerMemory;  // transport/peer_memory.h
+
+// tacoComm::magic of a communicator between creation and destroy, and the
+// value it is poisoned with before its memory is freed.
+constexpr uint64_t kCommMagicLive = 0x74616330636f6d6dull;  // "tac0comm"
+constexpr uint64_t kCommMagicDead = 0xdeadc0dedeadc0deull;
 }
 
 struct tacoComm {
+  // kCommMagicLive while the communicator exists (set by commCreate, poisoned by
+  // commDestroy): the entry points reject a freed or foreign handle (best effort,
+  // since freed memory may be reused). First, so a foreign pointer is read as
+  // little as possible.
+  uint64_t magic = 0;
   int rank = 0;
   int nranks = 1;
   int device = 0;
@@ -49,6 +60,8 @@ struct tacoComm {
 };
 
 namespace taco {
+// True when `c` is a communicator that was created and not yet destroyed.
+bool commIsLive(const tacoComm* c);
 // Region A / B of pipeline slot `slot`, piece `j`.
 inline char* slotA(tacoComm* c, int slot, int j) {
   return c->workspace + ((size_t)slot * 2 * c->nranks + j) * c->pieceCap;
@@ -60,8 +73,8 @@ inline char* slotB(tacoComm* c, int slot, int j) {
 bool commHasPeerMemory(const tacoComm* c);
 // The first asynchronous device failure seen (tacoCommGetAsyncError).
 tacoResult_t commAsyncError(tacoComm* c);
-// Records the thread's last error (taco::lastError()) on the communicator.
+// Records the thread's last error (taco::lastError()) on the communicator (when live).
 void commRecordError(tacoComm* c);
-// The communicator's last error, or "" (for tacoGetLastError).
+// The communicator's last error, or "" (also for NULL or a communicator that is not live).
 const char* commLastError(const tacoComm* c);
 }  // namespace taco
