@@ -4,6 +4,7 @@
 #include "api/argcheck.h"
 #include "coll/coll.h"
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/export.h"
 
 using namespace taco;

@@ -1,5 +1,6 @@
-#include "core/check.h"
 #include "coll/coll.h"
+#include "core/check.h"
+#include "core/dtype.h"
 
 namespace taco {
 

@@ -17,8 +17,8 @@
 #include <new>
 #include <vector>
 
-#include "codec/codec.h"  // dtypeBytes
 #include "core/check.h"
+#include "core/dtype.h"
 #include "transport/transport.h"
 
 namespace taco {

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <new>
 
-#include "codec/codec.h"  // dtypeBytes
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/params.h"
 #include "transport/transport.h"
 
