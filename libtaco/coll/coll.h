@@ -3,6 +3,7 @@
 #pragma once
 #include "coll/plan.h"
 #include "coll/schedule.h"
+#include "coll/workspace.h"
 #include "core/comm.h"
 
 namespace taco {

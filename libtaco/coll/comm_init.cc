@@ -77,7 +77,7 @@ tacoResult_t commSetup(tacoComm* c) {
     cap = b > cap ? b : cap;
   }
   c->pieceCap = (cap + 255) / 256 * 256;
-  c->workspaceBytes = (size_t)c->depth * 2 * c->nranks * c->pieceCap;
+  c->workspaceBytes = workspaceBytes(c->depth, c->nranks, c->pieceCap);
   cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->workspace), c->workspaceBytes);
   if (e != cudaSuccess) {
     c->workspace = nullptr;

@@ -109,7 +109,6 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
 namespace {
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Schedule> tPending;
-thread_local std::vector<const char*> tPendingNames;
 }  // namespace
 
 tacoResult_t groupStart() {
@@ -119,12 +118,8 @@ tacoResult_t groupStart() {
 
 void groupForget(tacoComm* comm) {
   for (size_t i = 0; i < tPending.size();) {
-    if (tPending[i].comm == comm) {
-      tPending.erase(tPending.begin() + i);
-      tPendingNames.erase(tPendingNames.begin() + i);
-    } else {
-      ++i;
-    }
+    if (tPending[i].comm == comm) tPending.erase(tPending.begin() + i);
+    else ++i;
   }
   comm->pendingOps = 0;
 }
@@ -133,7 +128,6 @@ tacoResult_t submit(Schedule&& s, const char* opName) {
   tacoComm* c = s.comm;
   if (tGroupDepth > 0) {
     tPending.push_back(std::move(s));
-    tPendingNames.push_back(opName);
     ++c->pendingOps;
     return tacoSuccess;
   }
@@ -151,7 +145,6 @@ tacoResult_t groupEnd() {
   if (--tGroupDepth > 0) return tacoSuccess;
   std::vector<Schedule> pending;
   pending.swap(tPending);
-  tPendingNames.clear();
   for (Schedule& s : pending) s.comm->pendingOps = 0;
 
   // Buckets: one per loopback world; every NCCL communicator in one bucket.

@@ -46,8 +46,7 @@ struct tacoComm {
   cudaEvent_t forkEvent = nullptr;
   std::vector<cudaEvent_t> joinEvents;
 
-  // Workspace: `depth` slots; each slot holds two regions (A, B) of nranks
-  // compressed pieces, each piece `pieceCap` bytes (docs/collectives.md §Workspace).
+  // Workspace of the compressed collectives, laid out by coll/workspace.h.
   char* workspace = nullptr;
   size_t workspaceBytes = 0;
   size_t pieceCap = 0;
@@ -62,13 +61,6 @@ struct tacoComm {
 namespace taco {
 // True when `c` is a communicator that was created and not yet destroyed.
 bool commIsLive(const tacoComm* c);
-// Region A / B of pipeline slot `slot`, piece `j`.
-inline char* slotA(tacoComm* c, int slot, int j) {
-  return c->workspace + ((size_t)slot * 2 * c->nranks + j) * c->pieceCap;
-}
-inline char* slotB(tacoComm* c, int slot, int j) {
-  return c->workspace + ((size_t)slot * 2 * c->nranks + c->nranks + j) * c->pieceCap;
-}
 // True when the communicator has every peer's scratch mapped (fused and one-shot AllReduce).
 bool commHasPeerMemory(const tacoComm* c);
 // The first asynchronous device failure seen (tacoCommGetAsyncError).
