@@ -73,7 +73,7 @@ tacoResult_t commSetup(tacoComm* c) {
   size_t cap = 0;
   for (int d = 0; d < tacoNumDataTypes; ++d) {
     const tacoDataType_t dt = (tacoDataType_t)d;
-    const size_t b = wireLayout(c->codec, commPieceElems(c, dt), dt).totalBytes;
+    const size_t b = wireLayout(c->codec, chunkPieceElems(c, dt), dt).totalBytes;
     cap = b > cap ? b : cap;
   }
   c->pieceCap = (cap + 255) / 256 * 256;

@@ -31,10 +31,10 @@ tacoResult_t runLocal(tacoComm* c, const Step& s) {
     case kStepDecompress:
       TACO_CUDA_CHECK(launchDecompress(c->codec, s.in, s.y, s.count, s.dtype, st));
       return tacoSuccess;
-    case kStepDecAccum:
+    case kStepDecompressAccumulate:
       TACO_CUDA_CHECK(launchDecompressAccumulate(c->codec, s.inputs, s.exact, s.y, s.count, s.dtype, st));
       return tacoSuccess;
-    case kStepDRC:
+    case kStepDecompressReduceCompress:
       TACO_CUDA_CHECK(
           launchDecompressReduceCompress(c->codec, s.inputs, s.exact, s.out, s.y, s.count, s.dtype, st));
       return tacoSuccess;
@@ -66,26 +66,26 @@ tacoResult_t postSync(tacoComm* c, const Step& s) {
 
 tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
   const size_t n = progs.size();
-  std::vector<size_t> pc(n, 0);
+  std::vector<size_t> next(n, 0);  // next[i]: index of program i's next step
   for (;;) {
     size_t atEnd = 0;
     for (size_t i = 0; i < n; ++i) {
       Schedule& p = *progs[i];
-      while (pc[i] < p.steps.size() && !isSyncStep(p.steps[pc[i]])) TACO_CHECK(runLocal(p.comm, p.steps[pc[i]++]));
-      if (pc[i] == p.steps.size()) ++atEnd;
+      while (next[i] < p.steps.size() && !isSyncStep(p.steps[next[i]])) TACO_CHECK(runLocal(p.comm, p.steps[next[i]++]));
+      if (next[i] == p.steps.size()) ++atEnd;
     }
     if (atEnd == n) return tacoSuccess;
     if (atEnd != 0) {
       size_t done = 0, waiting = 0;
-      for (size_t i = 0; i < n; ++i) (pc[i] == progs[i]->steps.size() ? done : waiting) = i;
+      for (size_t i = 0; i < n; ++i) (next[i] == progs[i]->steps.size() ? done : waiting) = i;
       return setError(tacoInvalidUsage,
                       "ranks issued different collectives in one group: rank %d has finished while rank %d "
                       "still waits to communicate",
                       progs[done]->comm->rank, progs[waiting]->comm->rank);
     }
-    const StepKind kind = progs[0]->steps[pc[0]].kind;
+    const StepKind kind = progs[0]->steps[next[0]].kind;
     for (size_t i = 1; i < n; ++i)
-      if (progs[i]->steps[pc[i]].kind != kind)
+      if (progs[i]->steps[next[i]].kind != kind)
         return setError(tacoInvalidUsage,
                         "ranks issued different collectives in one group (rank %d exchanges while rank %d "
                         "runs a plain collective)",
@@ -95,13 +95,13 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
     size_t started = 0;
     for (; started < n && res == tacoSuccess; ++started) res = progs[started]->comm->transport->groupStart();
     if (res != tacoSuccess) --started;
-    for (size_t i = 0; i < n && res == tacoSuccess; ++i) res = postSync(progs[i]->comm, progs[i]->steps[pc[i]]);
+    for (size_t i = 0; i < n && res == tacoSuccess; ++i) res = postSync(progs[i]->comm, progs[i]->steps[next[i]]);
     for (size_t i = 0; i < started; ++i) {
       tacoResult_t e = progs[i]->comm->transport->groupEnd();
       if (res == tacoSuccess) res = e;
     }
     TACO_CHECK(res);
-    for (size_t i = 0; i < n; ++i) ++pc[i];
+    for (size_t i = 0; i < n; ++i) ++next[i];
   }
 }
 
