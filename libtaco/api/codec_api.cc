@@ -2,13 +2,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
+#include "api/argcheck.h"
 #include "codec/codec.h"
 #include "core/check.h"
 #include "core/export.h"
-#include "core/params.h"
 
 using namespace taco;
 
@@ -18,48 +16,24 @@ namespace {
 // (count * 4 data bytes, wireLayout's sums) fits in size_t without wrapping.
 constexpr size_t kMaxCount = SIZE_MAX / 8;
 
-tacoResult_t checkDtype(tacoDataType_t dt, const char* op) {
-  TACO_ARG((int)dt >= 0 && (int)dt < tacoNumDataTypes, "%s : datatype %d is not a tacoDataType_t", op, (int)dt);
-  return tacoSuccess;
-}
-
-tacoResult_t checkAligned(const void* p, size_t align, const char* op, const char* arg) {
-  TACO_ARG(((uintptr_t)p % align) == 0, "%s : %s argument %p is not aligned to %zu bytes", op, arg, p, align);
-  return tacoSuccess;
-}
-
-// Device calls take device (or managed) memory only.
-tacoResult_t checkDevicePtr(const void* p, const char* op, const char* arg) {
-  if (!envParams().checkPointers) return tacoSuccess;
-  cudaPointerAttributes attr;
-  cudaError_t e = cudaPointerGetAttributes(&attr, p);
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error state
-    return setError(tacoUnhandledCudaError, "%s : cannot query %s argument %p: %s", op, arg, p,
-                    cudaGetErrorString(e));
-  }
-  TACO_ARG(attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged,
-           "%s : %s argument %p is not device memory (use the tacoHost* functions for host memory)", op, arg, p);
-  return tacoSuccess;
-}
-
 struct Call {
   const char* op;
   bool device;
 };
 
+// Device calls take memory a kernel can access (device, managed or mapped host).
 tacoResult_t checkData(const Call& c, const void* p, tacoDataType_t dt, const char* arg) {
-  TACO_ARG(p != nullptr, "%s : %s argument is NULL", c.op, arg);
+  TACO_CHECK(checkNotNull(p, c.op, arg));
   TACO_CHECK(checkAligned(p, dtypeBytes(dt), c.op, arg));
-  if (c.device) TACO_CHECK(checkDevicePtr(p, c.op, arg));
+  if (c.device) TACO_CHECK(checkDevicePointer(p, kAnyDevice, c.op, arg));
   return tacoSuccess;
 }
 
 tacoResult_t checkWire(const Call& c, const void* p, size_t have, size_t need, const char* arg, const char* sizeArg) {
-  TACO_ARG(p != nullptr, "%s : %s argument is NULL", c.op, arg);
+  TACO_CHECK(checkNotNull(p, c.op, arg));
   TACO_CHECK(checkAligned(p, 4, c.op, arg));
   TACO_ARG(have >= need, "%s : %s is %zu bytes, but %zu are needed (tacoCompressedSize)", c.op, sizeArg, have, need);
-  if (c.device) TACO_CHECK(checkDevicePtr(p, c.op, arg));
+  if (c.device) TACO_CHECK(checkDevicePointer(p, kAnyDevice, c.op, arg));
   return tacoSuccess;
 }
 
@@ -82,8 +56,8 @@ tacoResult_t checkNoOverlap(const Call& c, const void* out, size_t outBytes, con
 
 tacoResult_t checkCommon(const Call& c, tacoCodec_t codec, size_t count, tacoDataType_t dt) {
   TACO_CHECK(codecCheck(codec, c.op));
-  TACO_CHECK(checkDtype(dt, c.op));
-  TACO_ARG(count > 0, "%s : count argument is 0", c.op);
+  TACO_CHECK(checkDatatype(dt, c.op));
+  TACO_CHECK(checkCount(count, c.op));
   TACO_ARG(count <= kMaxCount, "%s : count argument %zu is larger than %zu", c.op, count, kMaxCount);
   return tacoSuccess;
 }
@@ -92,7 +66,7 @@ tacoResult_t checkInputs(const Call& c, const void* const* inputs, int nInputs, 
                          AccumInputs* acc) {
   TACO_ARG(nInputs >= 0 && nInputs <= TACO_MAX_ACCUM_INPUTS, "%s : nInputs argument %d is not in [0, %d]", c.op,
            nInputs, TACO_MAX_ACCUM_INPUTS);
-  TACO_ARG(nInputs == 0 || inputs != nullptr, "%s : inputs argument is NULL", c.op);
+  if (nInputs > 0) TACO_CHECK(checkNotNull(inputs, c.op, "inputs"));
   acc->n = nInputs;
   for (int q = 0; q < nInputs; ++q) {
     char name[32];
@@ -175,7 +149,7 @@ tacoResult_t accumulateImpl(const Call& c, tacoCodec_t codec, const void* const*
 extern "C" {
 
 TACO_API tacoResult_t tacoCodecFromId(int id, int blockSize, tacoCodec_t* codec) {
-  TACO_ARG(codec != nullptr, "CodecFromId : codec argument is NULL");
+  TACO_CHECK(checkNotNull(codec, "CodecFromId", "codec"));
   const CodecDesc* d = codecById(id);
   TACO_ARG(d != nullptr, "CodecFromId : id argument %d is not a known codec (0..%d)", id, tacoNumCodecs - 1);
   tacoCodec_t c;
@@ -187,12 +161,12 @@ TACO_API tacoResult_t tacoCodecFromId(int id, int blockSize, tacoCodec_t* codec)
 }
 
 TACO_API tacoResult_t tacoCodecFind(const char* spec, tacoCodec_t* codec) {
-  TACO_ARG(codec != nullptr, "CodecFind : codec argument is NULL");
+  TACO_CHECK(checkNotNull(codec, "CodecFind", "codec"));
   return codecParse(spec, codec, "CodecFind", "spec");
 }
 
 TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info) {
-  TACO_ARG(info != nullptr, "CodecGetInfo : info argument is NULL");
+  TACO_CHECK(checkNotNull(info, "CodecGetInfo", "info"));
   TACO_CHECK(codecCheck(codec, "CodecGetInfo"));
   const CodecDesc* d = codecById(codec.id);
   info->name = d->name;
@@ -211,9 +185,9 @@ TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info)
 }
 
 TACO_API tacoResult_t tacoCompressedSize(tacoCodec_t codec, size_t count, tacoDataType_t datatype, size_t* bytes) {
-  TACO_ARG(bytes != nullptr, "CompressedSize : bytes argument is NULL");
+  TACO_CHECK(checkNotNull(bytes, "CompressedSize", "bytes"));
   TACO_CHECK(codecCheck(codec, "CompressedSize"));
-  TACO_CHECK(checkDtype(datatype, "CompressedSize"));
+  TACO_CHECK(checkDatatype(datatype, "CompressedSize"));
   TACO_ARG(count <= kMaxCount, "CompressedSize : count argument %zu is larger than %zu", count, kMaxCount);
   *bytes = wireBytes(codec, count, datatype);
   return tacoSuccess;

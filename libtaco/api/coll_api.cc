@@ -1,43 +1,17 @@
 // Exported collective entry points: argument checks naming the operation and
 // argument, then dispatch to coll/. Failures are also recorded on the
 // communicator (tacoGetLastError(comm)).
+#include "api/argcheck.h"
 #include "coll/coll.h"
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/export.h"
-#include "core/params.h"
 
 using namespace taco;
 
 namespace {
 
-tacoResult_t checkPtr(const void* p, const char* op, const char* arg) {
-  if (!envParams().checkPointers) return tacoSuccess;
-  cudaPointerAttributes attr;
-  cudaError_t e = cudaPointerGetAttributes(&attr, p);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return setError(tacoInvalidArgument, "%s : %s argument %p is not a valid pointer ('%s')", op, arg, p,
-                    cudaGetErrorString(e));
-  }
-  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
-    return setError(tacoInvalidArgument,
-                    "%s : %s argument %p is not device memory (set TACO_CHECK_POINTERS=0 to skip this check)",
-                    op, arg, p);
-  return tacoSuccess;
-}
-
-tacoResult_t checkCommon(tacoComm* comm, const void* sendbuff, void* recvbuff, size_t count,
-                         tacoDataType_t dtype, const char* op) {
-  TACO_ARG(comm != nullptr, "%s : comm argument is NULL", op);
-  TACO_ARG((int)dtype >= 0 && dtype < tacoNumDataTypes, "%s : invalid datatype %d", op, (int)dtype);
-  if (count == 0) return tacoSuccess;  // a no-op: the buffers may be NULL, as with NCCL
-  TACO_ARG(sendbuff != nullptr, "%s : sendbuff argument is NULL", op);
-  TACO_ARG(recvbuff != nullptr, "%s : recvbuff argument is NULL", op);
-  TACO_CHECK(checkPtr(sendbuff, op, "sendbuff"));
-  if (recvbuff != sendbuff) TACO_CHECK(checkPtr(recvbuff, op, "recvbuff"));
-  return tacoSuccess;
-}
-
+// Runs the checks and the call; a failure is also recorded on a live communicator.
 template <typename F>
 tacoResult_t run(tacoComm* comm, F f) {
   tacoResult_t r = f();
@@ -52,8 +26,8 @@ extern "C" {
 TACO_API tacoResult_t tacoAllReduce(const void* sendbuff, void* recvbuff, size_t count, tacoDataType_t datatype,
                                     tacoRedOp_t op, tacoComm_t comm, tacoStream_t stream) {
   return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCommon(comm, sendbuff, recvbuff, count, datatype, "AllReduce"));
-    TACO_ARG(op == tacoSum, "AllReduce : op %d is not supported (only tacoSum)", (int)op);
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, datatype, "AllReduce"));
+    TACO_CHECK(checkRedOp(op, "AllReduce"));
     return allReduce(comm, CollArgs{sendbuff, recvbuff, count, datatype, stream});
   });
 }
@@ -62,8 +36,8 @@ TACO_API tacoResult_t tacoReduceScatter(const void* sendbuff, void* recvbuff, si
                                         tacoDataType_t datatype, tacoRedOp_t op, tacoComm_t comm,
                                         tacoStream_t stream) {
   return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCommon(comm, sendbuff, recvbuff, recvcount, datatype, "ReduceScatter"));
-    TACO_ARG(op == tacoSum, "ReduceScatter : op %d is not supported (only tacoSum)", (int)op);
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, recvcount, datatype, "ReduceScatter"));
+    TACO_CHECK(checkRedOp(op, "ReduceScatter"));
     if (recvcount > 0 && sendbuff != recvbuff) {
       // NCCL's in-place convention is recvbuff == sendbuff + rank*recvcount; any
       // other overlap would race.
@@ -81,7 +55,7 @@ TACO_API tacoResult_t tacoReduceScatter(const void* sendbuff, void* recvbuff, si
 TACO_API tacoResult_t tacoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                     tacoDataType_t datatype, tacoComm_t comm, tacoStream_t stream) {
   return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCommon(comm, sendbuff, recvbuff, sendcount, datatype, "AllGather"));
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, sendcount, datatype, "AllGather"));
     if (sendcount > 0 && sendbuff != recvbuff) {
       const char* s = static_cast<const char*>(sendbuff);
       const char* r = static_cast<const char*>(recvbuff);
@@ -97,7 +71,7 @@ TACO_API tacoResult_t tacoAllGather(const void* sendbuff, void* recvbuff, size_t
 TACO_API tacoResult_t tacoAlltoAll(const void* sendbuff, void* recvbuff, size_t count, tacoDataType_t datatype,
                                    tacoComm_t comm, tacoStream_t stream) {
   return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCommon(comm, sendbuff, recvbuff, count, datatype, "AlltoAll"));
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, datatype, "AlltoAll"));
     return alltoAll(comm, CollArgs{sendbuff, recvbuff, count, datatype, stream});
   });
 }

@@ -51,11 +51,11 @@ TACO_API const char* tacoGetLastError(tacoComm_t comm) {
 TACO_API tacoResult_t tacoGetParamInfo(int index, const char** name, const char** defaultValue,
                                        const char** meaning, const char** value) {
   int n = 0;
-  const taco::ParamDoc* docs = taco::paramDocs(&n);
+  const taco::EnvParam* table = taco::envParamTable(&n);
   TACO_ARG(index >= 0 && index < n, "GetParamInfo : index argument %d is not in [0, %d)", index, n);
-  if (name != nullptr) *name = docs[index].name;
-  if (defaultValue != nullptr) *defaultValue = docs[index].defaultValue;
-  if (meaning != nullptr) *meaning = docs[index].meaning;
+  if (name != nullptr) *name = table[index].name;
+  if (defaultValue != nullptr) *defaultValue = table[index].defaultValue;
+  if (meaning != nullptr) *meaning = table[index].meaning;
   if (value != nullptr) *value = taco::paramValue(index);
   return tacoSuccess;
 }

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "codec/codec.h"
+#include "core/dtype_convert.cuh"
 
 #define TACO_HD __host__ __device__ __forceinline__
 
@@ -179,15 +180,9 @@ TACO_HD float tinyLift(float m0, bool adaptive) { return (!adaptive && m0 < 0x1p
 // Per-element decode multiplier: code * d, then (with rotation) FWHT.
 TACO_HD float decodeScale(float s, float alpha, float c) { return (s * c) / alpha; }
 
-// Element conversions.
-template <typename T> TACO_HD float toFloat(T v);
-template <> TACO_HD float toFloat<float>(float v) { return v; }
-template <> TACO_HD float toFloat<__half>(__half v) { return __half2float(v); }
-template <> TACO_HD float toFloat<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> TACO_HD T fromFloat(float v);
-template <> TACO_HD float fromFloat<float>(float v) { return v; }
-template <> TACO_HD __half fromFloat<__half>(float v) { return __float2half_rn(v); }
-template <> TACO_HD __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+// Element conversions (core/dtype_convert.cuh).
+using taco::fromFloat;
+using taco::toFloat;
 
 }  // namespace blockmath
 }  // namespace taco

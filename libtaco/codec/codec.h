@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "taco.h"
 
 namespace taco {
@@ -64,8 +65,6 @@ struct WireHeader {      // little-endian, 16 bytes
 };
 static_assert(sizeof(WireHeader) == TACO_HEADER_BYTES, "header is 16 bytes");
 constexpr uint32_t kWireMagic = 0x4f434154u;  // "TACO"
-
-size_t dtypeBytes(tacoDataType_t dtype);
 
 // Up to TACO_MAX_ACCUM_INPUTS compressed inputs, passed to kernels by value.
 struct AccumInputs {

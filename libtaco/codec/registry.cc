@@ -1,4 +1,5 @@
 // The codec registry: names, stable ids, parameters and the wire layout.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -37,6 +38,17 @@ const CodecDesc* codecByName(const char* n) {
   return nullptr;
 }
 
+// The registry's names in id order, ", "-separated (for error messages).
+static void knownNames(char* out, size_t size) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (const CodecDesc& c : kCodecs) {
+    const int n = snprintf(out + len, size - len, "%s%s", len > 0 ? ", " : "", c.name);
+    if (n < 0 || (size_t)n >= size - len) break;  // truncated: `out` stays terminated
+    len += (size_t)n;
+  }
+}
+
 tacoResult_t codecCheck(tacoCodec_t codec, const char* what) {
   const CodecDesc* d = codecById(codec.id);
   TACO_ARG(d != nullptr, "%s : codec id %d is not a known codec (0..%d)", what, codec.id, tacoNumCodecs - 1);
@@ -63,10 +75,12 @@ tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, 
   memcpy(name, spec, len);
   name[len] = '\0';
   const CodecDesc* d = codecByName(name);
-  TACO_ARG(d != nullptr,
-           "%s : %s argument '%s': unknown codec '%s' (known: none, bf16, taco, taco-e5m2, fp8-block, "
-           "int8-hadamard, int8-block, int4-block, int6-hadamard)",
-           what, arg, spec, name);
+  if (d == nullptr) {
+    char known[256];
+    knownNames(known, sizeof(known));
+    return setError(tacoInvalidArgument, "%s : %s argument '%s': unknown codec '%s' (known: %s)", what, arg, spec,
+                    name, known);
+  }
   tacoCodec_t c = {d->id, d->defaultBlock};
   if (colon != nullptr) {
     const char* opt = colon + 1;
@@ -90,8 +104,6 @@ tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, 
   *codec = c;
   return tacoSuccess;
 }
-
-size_t dtypeBytes(tacoDataType_t dtype) { return dtype == tacoFloat32 ? 4 : 2; }
 
 static size_t roundUp16(size_t x) { return (x + 15) & ~(size_t)15; }
 

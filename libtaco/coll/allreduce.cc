@@ -1,5 +1,5 @@
 // AllReduce: pick the algorithm (coll/allreduce_select.cc), then build its schedule:
-// plain (the transport's), staged two-shot (coll/allreduce_twoshot.cc) or a
+// plain (the transport's), staged two-shot (coll/allreduce_staged.cc) or a
 // peer-memory algorithm (coll/allreduce_peer.cc). docs/collectives.md.
 #include "coll/allreduce_peer.h"
 #include "coll/allreduce_select.h"

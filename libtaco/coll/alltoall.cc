@@ -1,14 +1,14 @@
 // Compressed AlltoAll.
 //
 // sendbuff holds P blocks of n = count elements; block j goes to rank j and
-// lands in block r of its recvbuff. Chunk c takes the next `pe` elements of
-// every block (codec blocks counted from the block start), on stream/slot
+// lands in block r of its recvbuff. Chunk c takes the next chunkPieceElems()
+// elements of every block (codec blocks counted from the block start), on stream/slot
 // c % depth:
 //
-//   1. Compress   for every j, r included: A[j] = compress(sendbuff[block j, piece c])
-//   2. Exchange   send A[j] to rank j, receive B[j] from rank j
-//   3. Expand     recvbuff[block j, piece c] = decompress(B[j]) for j != r,
-//                 and recvbuff[block r, piece c] = decompress(A[r])
+//   1. Compress   for every j, r included: out[j] = compress(sendbuff[block j, piece c])
+//   2. Exchange   send out[j] to rank j, receive in[j] from rank j
+//   3. Expand     recvbuff[block j, piece c] = decompress(in[j]) for j != r,
+//                 and recvbuff[block r, piece c] = decompress(out[r])
 //
 // The own block also goes through the codec (a round trip, not an exact copy):
 // every output element then carries exactly one quantization whichever rank it
@@ -35,14 +35,15 @@ tacoResult_t alltoAll(tacoComm* c, const CollArgs& a) {
     plain = false;  // the compressed schedule stages through the workspace, so it can run in place
   }
   return submitBlockwise(c, a, plain, kPlainAlltoAll, "AlltoAll",
-                         [&](std::vector<Step>& st, int slot, Range pc, size_t wb) {
+                         [&](std::vector<Step>& steps, int slot, Range piece, size_t pieceWireBytes) {
     for (int j = 0; j < P; ++j)
-      st.push_back(stepCompress(slot, at(a.sendbuff, j * n + pc.off, dt), pc.len, dt, slotA(c, slot, j)));
-    addPeerExchange(st, c, slot, [&](int j) { return WireRef{slotA(c, slot, j), wb}; },
-                    [&](int j) { return WireRef{slotB(c, slot, j), wb}; });
+      steps.push_back(stepCompress(slot, elemPtr(a.sendbuff, j * n + piece.off, dt), piece.len, dt,
+                                   outgoingPiece(c, slot, j)));
+    addPeerExchange(steps, c, slot, [&](int j) { return WireRef{outgoingPiece(c, slot, j), pieceWireBytes}; },
+                    [&](int j) { return WireRef{incomingPiece(c, slot, j), pieceWireBytes}; });
     for (int j = 0; j < P; ++j) {
-      const void* src = j == r ? slotA(c, slot, r) : slotB(c, slot, j);
-      st.push_back(stepDecompress(slot, src, at(a.recvbuff, j * n + pc.off, dt), pc.len, dt));
+      const void* src = j == r ? outgoingPiece(c, slot, r) : incomingPiece(c, slot, j);
+      steps.push_back(stepDecompress(slot, src, elemPtr(a.recvbuff, j * n + piece.off, dt), piece.len, dt));
     }
   });
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include "coll/plan.h"
 #include "coll/schedule.h"
+#include "coll/workspace.h"
 #include "core/comm.h"
 
 namespace taco {
@@ -39,19 +40,22 @@ tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op);
 size_t wireBytes(const tacoComm* c, size_t n, tacoDataType_t dtype);
 // True when a call moving `bytes` of uncompressed data takes the plain path.
 bool usePlain(const tacoComm* c, size_t bytes);
-// Elements per shard per chunk for this dtype.
-size_t commPieceElems(const tacoComm* c, tacoDataType_t dtype);
+// Elements per shard per chunk for this dtype: plan.h's pieceElems() with the
+// communicator's chunkBytes, rank count and codec block.
+size_t chunkPieceElems(const tacoComm* c, tacoDataType_t dtype);
 
-const char* at(const void* base, size_t elem, tacoDataType_t dtype);
-char* at(void* base, size_t elem, tacoDataType_t dtype);
+// Address of element `elem` of a buffer of `dtype` elements.
+const char* elemPtr(const void* base, size_t elem, tacoDataType_t dtype);
+char* elemPtr(void* base, size_t elem, tacoDataType_t dtype);
 
 Step stepFork(cudaStream_t user);
 Step stepJoin(cudaStream_t user);
 Step stepCompress(int stream, const void* in, size_t count, tacoDataType_t dt, void* out);
 Step stepDecompress(int stream, const void* in, void* y, size_t count, tacoDataType_t dt);
 Step stepPlain(PlainKind k, cudaStream_t user, const void* in, void* y, size_t count, tacoDataType_t dt);
-// kStepDecAccum or kStepDRC on the owner of a piece: the inputs are the peers' compressed pieces
-// received into slotB(slot, j), j != rank, in rank order (the fixed summation order).
+// kStepDecompressAccumulate or kStepDecompressReduceCompress on the owner of a piece: the
+// inputs are the peers' compressed pieces received into incomingPiece(slot, j), j != rank, in
+// rank order (the fixed summation order).
 Step stepSumOfPeers(StepKind kind, tacoComm* c, int slot, const void* exact, void* out, void* y, size_t count,
                     tacoDataType_t dt);
 
@@ -81,9 +85,9 @@ void addPeerExchange(std::vector<Step>& steps, const tacoComm* c, int slot, Send
 
 // Builds and submits the schedule of a collective over P blocks of n = a.count elements each
 // (ReduceScatter, AllGather, AlltoAll). `plain`: one step of the transport's plain collective
-// `kind`. Otherwise the chunk loop: fork; for chunk ch, piece pc = the next commPieceElems()
+// `kind`. Otherwise the chunk loop: fork; for chunk ch, `piece` = the next chunkPieceElems()
 // elements of every block, on pipeline stream and workspace slot ch % depth,
-// addChunk(steps, slot, pc, wireBytes(pc.len)); join.
+// addChunk(steps, slot, piece, wireBytes(piece.len)); join.
 template <class AddChunk>
 tacoResult_t submitBlockwise(tacoComm* c, const CollArgs& a, bool plain, PlainKind kind, const char* opName,
                              AddChunk addChunk) {
@@ -93,13 +97,13 @@ tacoResult_t submitBlockwise(tacoComm* c, const CollArgs& a, bool plain, PlainKi
     sched.steps.push_back(stepPlain(kind, a.stream, a.sendbuff, a.recvbuff, a.count, a.dtype));
     return submit(std::move(sched), opName);
   }
-  const size_t pe = commPieceElems(c, a.dtype);
-  const size_t nChunks = chunkCount(a.count, pe);
+  const size_t elemsPerPiece = chunkPieceElems(c, a.dtype);
+  const size_t nChunks = chunkCount(a.count, elemsPerPiece);
   sched.steps.reserve(2 + nChunks * (2 * (size_t)c->nranks + 1));
   sched.steps.push_back(stepFork(a.stream));
   for (size_t ch = 0; ch < nChunks; ++ch) {
-    const Range pc = pieceOf(Range{0, a.count}, pe, ch);
-    addChunk(sched.steps, (int)(ch % (size_t)c->depth), pc, wireBytes(c, pc.len, a.dtype));
+    const Range piece = pieceOf(Range{0, a.count}, elemsPerPiece, ch);
+    addChunk(sched.steps, (int)(ch % (size_t)c->depth), piece, wireBytes(c, piece.len, a.dtype));
   }
   sched.steps.push_back(stepJoin(a.stream));
   return submit(std::move(sched), opName);

@@ -75,11 +75,11 @@ tacoResult_t commSetup(tacoComm* c) {
   size_t cap = 0;
   for (int d = 0; d < tacoNumDataTypes; ++d) {
     const tacoDataType_t dt = (tacoDataType_t)d;
-    const size_t b = wireLayout(c->codec, commPieceElems(c, dt), dt).totalBytes;
+    const size_t b = wireLayout(c->codec, chunkPieceElems(c, dt), dt).totalBytes;
     cap = b > cap ? b : cap;
   }
   c->pieceCap = (cap + 255) / 256 * 256;
-  c->workspaceBytes = (size_t)c->depth * 2 * c->nranks * c->pieceCap;
+  c->workspaceBytes = workspaceBytes(c->depth, c->nranks, c->pieceCap);
   cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->workspace), c->workspaceBytes);
   if (e != cudaSuccess) {
     c->workspace = nullptr;
@@ -102,6 +102,9 @@ void commFree(tacoComm* c) {
   for (cudaEvent_t e : c->joinEvents) if (e) cudaEventDestroy(e);
   if (c->forkEvent) cudaEventDestroy(c->forkEvent);
   delete c->transport;
+  // Poisoned before the free, so that a later call with this handle is refused;
+  // volatile, so the store to an object about to die is not optimised away.
+  *static_cast<volatile uint64_t*>(&c->magic) = kCommMagicDead;
   delete c;
 }
 
@@ -179,6 +182,7 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
     commFree(c);
     return r;
   }
+  c->magic = kCommMagicLive;
   *out = c;
   return tacoSuccess;
 }

@@ -1,5 +1,6 @@
-#include "core/check.h"
 #include "coll/coll.h"
+#include "core/check.h"
+#include "core/dtype.h"
 
 namespace taco {
 
@@ -9,14 +10,14 @@ size_t wireBytes(const tacoComm* c, size_t n, tacoDataType_t dtype) {
 
 bool usePlain(const tacoComm* c, size_t bytes) { return !c->compressed || bytes < c->config.fallbackBytes; }
 
-size_t commPieceElems(const tacoComm* c, tacoDataType_t dtype) {
+size_t chunkPieceElems(const tacoComm* c, tacoDataType_t dtype) {
   return pieceElems(c->config.chunkBytes, c->nranks, dtypeBytes(dtype), planGranule(c->codec));
 }
 
-const char* at(const void* base, size_t elem, tacoDataType_t dtype) {
+const char* elemPtr(const void* base, size_t elem, tacoDataType_t dtype) {
   return static_cast<const char*>(base) + elem * dtypeBytes(dtype);
 }
-char* at(void* base, size_t elem, tacoDataType_t dtype) { return static_cast<char*>(base) + elem * dtypeBytes(dtype); }
+char* elemPtr(void* base, size_t elem, tacoDataType_t dtype) { return static_cast<char*>(base) + elem * dtypeBytes(dtype); }
 
 Step stepFork(cudaStream_t user) {
   Step s;
@@ -57,7 +58,7 @@ Step stepSumOfPeers(StepKind kind, tacoComm* c, int slot, const void* exact, voi
   s.stream = slot;
   s.inputs.n = 0;
   for (int j = 0; j < c->nranks; ++j)
-    if (j != c->rank) s.inputs.ptr[s.inputs.n++] = slotB(c, slot, j);
+    if (j != c->rank) s.inputs.ptr[s.inputs.n++] = incomingPiece(c, slot, j);
   s.exact = exact;
   s.out = out;
   s.y = y;

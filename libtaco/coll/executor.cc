@@ -32,10 +32,10 @@ tacoResult_t runLocal(tacoComm* c, const Step& s) {
     case kStepDecompress:
       TACO_CUDA_CHECK(launchDecompress(c->codec, s.in, s.y, s.count, s.dtype, st));
       return tacoSuccess;
-    case kStepDecAccum:
+    case kStepDecompressAccumulate:
       TACO_CUDA_CHECK(launchDecompressAccumulate(c->codec, s.inputs, s.exact, s.y, s.count, s.dtype, st));
       return tacoSuccess;
-    case kStepDRC:
+    case kStepDecompressReduceCompress:
       TACO_CUDA_CHECK(
           launchDecompressReduceCompress(c->codec, s.inputs, s.exact, s.out, s.y, s.count, s.dtype, st));
       return tacoSuccess;
@@ -67,26 +67,26 @@ tacoResult_t postSync(tacoComm* c, const Step& s) {
 
 tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
   const size_t n = progs.size();
-  std::vector<size_t> pc(n, 0);
+  std::vector<size_t> next(n, 0);  // next[i]: index of program i's next step
   for (;;) {
     size_t atEnd = 0;
     for (size_t i = 0; i < n; ++i) {
       Schedule& p = *progs[i];
-      while (pc[i] < p.steps.size() && !isSyncStep(p.steps[pc[i]])) TACO_CHECK(runLocal(p.comm, p.steps[pc[i]++]));
-      if (pc[i] == p.steps.size()) ++atEnd;
+      while (next[i] < p.steps.size() && !isSyncStep(p.steps[next[i]])) TACO_CHECK(runLocal(p.comm, p.steps[next[i]++]));
+      if (next[i] == p.steps.size()) ++atEnd;
     }
     if (atEnd == n) return tacoSuccess;
     if (atEnd != 0) {
       size_t done = 0, waiting = 0;
-      for (size_t i = 0; i < n; ++i) (pc[i] == progs[i]->steps.size() ? done : waiting) = i;
+      for (size_t i = 0; i < n; ++i) (next[i] == progs[i]->steps.size() ? done : waiting) = i;
       return setError(tacoInvalidUsage,
                       "ranks issued different collectives in one group: rank %d has finished while rank %d "
                       "still waits to communicate",
                       progs[done]->comm->rank, progs[waiting]->comm->rank);
     }
-    const StepKind kind = progs[0]->steps[pc[0]].kind;
+    const StepKind kind = progs[0]->steps[next[0]].kind;
     for (size_t i = 1; i < n; ++i)
-      if (progs[i]->steps[pc[i]].kind != kind)
+      if (progs[i]->steps[next[i]].kind != kind)
         return setError(tacoInvalidUsage,
                         "ranks issued different collectives in one group (rank %d exchanges while rank %d "
                         "runs a plain collective)",
@@ -94,9 +94,9 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
     if (kind == kStepPeer) {  // one kernel launch for every local rank: no transport group
       std::vector<tacoComm*> comms(n);
       std::vector<const Step*> steps(n);
-      for (size_t i = 0; i < n; ++i) comms[i] = progs[i]->comm, steps[i] = &progs[i]->steps[pc[i]];
+      for (size_t i = 0; i < n; ++i) comms[i] = progs[i]->comm, steps[i] = &progs[i]->steps[next[i]];
       TACO_CHECK(runPeerSteps(comms, steps));
-      for (size_t i = 0; i < n; ++i) ++pc[i];
+      for (size_t i = 0; i < n; ++i) ++next[i];
       continue;
     }
     // One transport group around every rank's part of this step; always balanced.
@@ -104,13 +104,13 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
     size_t started = 0;
     for (; started < n && res == tacoSuccess; ++started) res = progs[started]->comm->transport->groupStart();
     if (res != tacoSuccess) --started;
-    for (size_t i = 0; i < n && res == tacoSuccess; ++i) res = postSync(progs[i]->comm, progs[i]->steps[pc[i]]);
+    for (size_t i = 0; i < n && res == tacoSuccess; ++i) res = postSync(progs[i]->comm, progs[i]->steps[next[i]]);
     for (size_t i = 0; i < started; ++i) {
       tacoResult_t e = progs[i]->comm->transport->groupEnd();
       if (res == tacoSuccess) res = e;
     }
     TACO_CHECK(res);
-    for (size_t i = 0; i < n; ++i) ++pc[i];
+    for (size_t i = 0; i < n; ++i) ++next[i];
   }
 }
 
@@ -118,7 +118,6 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
 namespace {
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Schedule> tPending;
-thread_local std::vector<const char*> tPendingNames;
 }  // namespace
 
 tacoResult_t groupStart() {
@@ -128,12 +127,8 @@ tacoResult_t groupStart() {
 
 void groupForget(tacoComm* comm) {
   for (size_t i = 0; i < tPending.size();) {
-    if (tPending[i].comm == comm) {
-      tPending.erase(tPending.begin() + i);
-      tPendingNames.erase(tPendingNames.begin() + i);
-    } else {
-      ++i;
-    }
+    if (tPending[i].comm == comm) tPending.erase(tPending.begin() + i);
+    else ++i;
   }
   comm->pendingOps = 0;
 }
@@ -142,7 +137,6 @@ tacoResult_t submit(Schedule&& s, const char* opName) {
   tacoComm* c = s.comm;
   if (tGroupDepth > 0) {
     tPending.push_back(std::move(s));
-    tPendingNames.push_back(opName);
     ++c->pendingOps;
     return tacoSuccess;
   }
@@ -160,7 +154,6 @@ tacoResult_t groupEnd() {
   if (--tGroupDepth > 0) return tacoSuccess;
   std::vector<Schedule> pending;
   pending.swap(tPending);
-  tPendingNames.clear();
   for (Schedule& s : pending) s.comm->pendingOps = 0;
 
   // Buckets: one per loopback world; every NCCL communicator in one bucket.

@@ -2,12 +2,12 @@
 //
 // Rank r receives the sum of elements [r*n, (r+1)*n) of every rank's sendbuff
 // (n = recvcount). Shard j is block j of the API, compressed on its own (codec
-// blocks counted from the shard start). Chunk c takes the next `pe` elements of
-// every shard, on stream/slot c % depth:
+// blocks counted from the shard start). Chunk c takes the next chunkPieceElems()
+// elements of every shard, on stream/slot c % depth:
 //
-//   1. Compress   for every peer j != r: A[j] = compress(sendbuff[shard j, piece c])
-//   2. AlltoAll   send A[j] to rank j, receive B[j] from rank j
-//   3. Reduce     recvbuff[piece c] = fp32 sum of decompress(B[j]), j != r in rank
+//   1. Compress   for every peer j != r: out[j] = compress(sendbuff[shard j, piece c])
+//   2. AlltoAll   send out[j] to rank j, receive in[j] from rank j
+//   3. Reduce     recvbuff[piece c] = fp32 sum of decompress(in[j]), j != r in rank
 //                 order, plus the exact own partial, rounded once to the dtype
 //
 // One quantization per element (the partials on their way to the owner); the
@@ -25,13 +25,15 @@ tacoResult_t reduceScatter(tacoComm* c, const CollArgs& a) {
   const tacoDataType_t dt = a.dtype;
   const bool plain = usePlain(c, n * P * dtypeBytes(dt));
   return submitBlockwise(c, a, plain, kPlainReduceScatter, "ReduceScatter",
-                         [&](std::vector<Step>& st, int slot, Range pc, size_t wb) {
+                         [&](std::vector<Step>& steps, int slot, Range piece, size_t pieceWireBytes) {
     for (int j = 0; j < P; ++j)
-      if (j != r) st.push_back(stepCompress(slot, at(a.sendbuff, j * n + pc.off, dt), pc.len, dt, slotA(c, slot, j)));
-    addPeerExchange(st, c, slot, [&](int j) { return WireRef{slotA(c, slot, j), wb}; },
-                    [&](int j) { return WireRef{slotB(c, slot, j), wb}; });
-    st.push_back(stepSumOfPeers(kStepDecAccum, c, slot, at(a.sendbuff, r * n + pc.off, dt), nullptr,
-                                at(a.recvbuff, pc.off, dt), pc.len, dt));
+      if (j != r)
+        steps.push_back(stepCompress(slot, elemPtr(a.sendbuff, j * n + piece.off, dt), piece.len, dt,
+                                     outgoingPiece(c, slot, j)));
+    addPeerExchange(steps, c, slot, [&](int j) { return WireRef{outgoingPiece(c, slot, j), pieceWireBytes}; },
+                    [&](int j) { return WireRef{incomingPiece(c, slot, j), pieceWireBytes}; });
+    steps.push_back(stepSumOfPeers(kStepDecompressAccumulate, c, slot, elemPtr(a.sendbuff, r * n + piece.off, dt),
+                                   nullptr, elemPtr(a.recvbuff, piece.off, dt), piece.len, dt));
   });
 }
 

@@ -1,4 +1,4 @@
-// A collective as data: a list of steps per rank (DESIGN §4). Builders in
+// A collective as data: a list of steps per rank (docs/design.md). Builders in
 // coll/*.cc turn one call into one Schedule; the executor (coll/executor.cc)
 // runs the schedules of one or several ranks in lockstep: local steps
 // (kernels, fork/join) are enqueued on that rank's streams; sync steps
@@ -15,15 +15,15 @@
 namespace taco {
 
 enum StepKind {
-  kStepFork,        // pipeline streams wait for the user stream
-  kStepJoin,        // the user stream waits for the pipeline streams
-  kStepCompress,    // out = compress(in[0:count])
-  kStepDecompress,  // y = decompress(in)
-  kStepDecAccum,    // y = sum(decompress(inputs)) + exact
-  kStepDRC,         // out = compress(sum(decompress(inputs)) + exact), y = decompress(out)
-  kStepExchange,    // grouped send/recv (sync)
-  kStepPlain,       // plain collective on raw dtype (sync)
-  kStepPeer         // one launch of a peer-memory AllReduce kernel (sync: every local rank at once)
+  kStepFork,                      // pipeline streams wait for the user stream
+  kStepJoin,                      // the user stream waits for the pipeline streams
+  kStepCompress,                  // out = compress(in[0:count])
+  kStepDecompress,                // y = decompress(in)
+  kStepDecompressAccumulate,      // y = sum(decompress(inputs)) + exact
+  kStepDecompressReduceCompress,  // out = compress(sum(decompress(inputs)) + exact), y = decompress(out)
+  kStepExchange,                  // grouped send/recv (sync)
+  kStepPlain,                     // plain collective on raw dtype (sync)
+  kStepPeer                       // one launch of a peer-memory AllReduce kernel (sync: every local rank at once)
 };
 
 enum PlainKind { kPlainAllReduce, kPlainReduceScatter, kPlainAllGather, kPlainAlltoAll };
@@ -45,7 +45,7 @@ struct Step {
   const void* exact = nullptr;
   size_t count = 0;
   tacoDataType_t dtype = tacoFloat32;
-  AccumInputs inputs{};  // inputs.n valid for DecAccum / DRC
+  AccumInputs inputs{};  // the sum steps (kStepDecompressAccumulate, kStepDecompressReduceCompress)
   PlainKind plain = kPlainAllReduce;
   int algo = 0;      // kStepPeer: tacoAlgo_t
   size_t chunk = 0;  // kStepPeer: which launch of the call

@@ -4,12 +4,14 @@
 
 namespace taco {
 
+bool commIsLive(const tacoComm* c) { return c != nullptr && c->magic == kCommMagicLive; }
+
 void commRecordError(tacoComm* c) {
-  if (c != nullptr) c->lastError = lastError();
+  if (commIsLive(c)) c->lastError = lastError();
 }
 
 bool commHasPeerMemory(const tacoComm* c) { return c != nullptr && c->peer != nullptr; }
 
-const char* commLastError(const tacoComm* c) { return c != nullptr ? c->lastError.c_str() : ""; }
+const char* commLastError(const tacoComm* c) { return commIsLive(c) ? c->lastError.c_str() : ""; }
 
 }  // namespace taco

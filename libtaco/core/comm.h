@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,19 @@
 namespace taco {
 class Transport;   // transport/transport.h
 class PeerMemory;  // transport/peer_memory.h
+
+// tacoComm::magic of a communicator between creation and destroy, and the
+// value it is poisoned with before its memory is freed.
+constexpr uint64_t kCommMagicLive = 0x74616330636f6d6dull;  // "tac0comm"
+constexpr uint64_t kCommMagicDead = 0xdeadc0dedeadc0deull;
 }
 
 struct tacoComm {
+  // kCommMagicLive while the communicator exists (set by commCreate, poisoned by
+  // commDestroy): the entry points reject a freed or foreign handle (best effort,
+  // since freed memory may be reused). First, so a foreign pointer is read as
+  // little as possible.
+  uint64_t magic = 0;
   int rank = 0;
   int nranks = 1;
   int device = 0;
@@ -36,8 +47,7 @@ struct tacoComm {
   cudaEvent_t forkEvent = nullptr;
   std::vector<cudaEvent_t> joinEvents;
 
-  // Workspace: `depth` slots; each slot holds two regions (A, B) of nranks
-  // compressed pieces, each piece `pieceCap` bytes (docs/collectives.md §Workspace).
+  // Workspace of the compressed collectives, laid out by coll/workspace.h.
   char* workspace = nullptr;
   size_t workspaceBytes = 0;
   size_t pieceCap = 0;
@@ -50,17 +60,12 @@ struct tacoComm {
 };
 
 namespace taco {
-// Region A / B of pipeline slot `slot`, piece `j`.
-inline char* slotA(tacoComm* c, int slot, int j) {
-  return c->workspace + ((size_t)slot * 2 * c->nranks + j) * c->pieceCap;
-}
-inline char* slotB(tacoComm* c, int slot, int j) {
-  return c->workspace + ((size_t)slot * 2 * c->nranks + c->nranks + j) * c->pieceCap;
-}
+// True when `c` is a communicator that was created and not yet destroyed.
+bool commIsLive(const tacoComm* c);
 // True when the communicator has every peer's scratch mapped (fused and one-shot AllReduce).
 bool commHasPeerMemory(const tacoComm* c);
-// Records the thread's last error (taco::lastError()) on the communicator.
+// Records the thread's last error (taco::lastError()) on the communicator (when live).
 void commRecordError(tacoComm* c);
-// The communicator's last error, or "" (for tacoGetLastError).
+// The communicator's last error, or "" (also for NULL or a communicator that is not live).
 const char* commLastError(const tacoComm* c);
 }  // namespace taco

@@ -9,37 +9,10 @@
 #include "taco.h"
 
 namespace taco {
-
-static const ParamDoc kDocs[] = {
-    {"TACO_CODEC", "fp8-block", "codec spec for communicators whose config leaves it unset (name[:block=N])"},
-    {"TACO_CHUNK_BYTES", "67108864", "pipeline chunk, in uncompressed bytes per call (suffixes K, M, G)"},
-    {"TACO_FALLBACK_BYTES", "1048576", "messages smaller than this use the uncompressed NCCL collective"},
-    {"TACO_PIPELINE_DEPTH", "2", "chunks in flight in the collective pipeline, 1..16 (1: no overlap)"},
-    {"TACO_CHECK_CONSISTENCY", "1", "ranks compare library version, codec and pipeline settings when a communicator is created"},
-    {"TACO_CHECK_POINTERS", "1", "device calls verify that pointers are device-accessible"},
-    {"TACO_NCCL_LIBRARY", "libnccl.so.2", "NCCL library to dlopen when no NCCL is loaded in the process"},
-    {"TACO_DEBUG", "", "log level: WARN, INFO or TRACE"},
-    {"TACO_ALGO", "auto", "AllReduce algorithm: auto, plain, staged, fused, oneshot or oneshot-raw"},
-    {"TACO_WAIT_TIMEOUT_S", "60", "seconds a peer-memory kernel waits for a peer before it gives up"},
-    {"TACO_FAULT_SKIP_RANK", "", "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator is created)"},
-    {"TACO_PEER_MEMORY", "loopback", "peer memory for the fused and one-shot AllReduce: 0 off, 1 on (CUDA IPC between processes), loopback (loopback worlds only, until the IPC route is measured across GPUs)"},
-};
-
-const ParamDoc* paramDocs(int* count) {
-  *count = (int)(sizeof(kDocs) / sizeof(kDocs[0]));
-  return kDocs;
-}
-
-const char* paramValue(int index) {
-  int n = 0;
-  const ParamDoc* docs = paramDocs(&n);
-  if (index < 0 || index >= n) return nullptr;
-  const char* v = getenv(docs[index].name);  // the table's own lookup: same names as envParams()
-  return (v == nullptr || *v == '\0') ? nullptr : v;
-}
+namespace {
 
 // Parses "123", "64M", "1G" ...; returns false on malformed input.
-static bool parseSize(const char* s, size_t* out) {
+bool parseSize(const char* s, size_t* out) {
   errno = 0;
   char* end = nullptr;
   unsigned long long v = strtoull(s, &end, 10);
@@ -53,96 +26,128 @@ static bool parseSize(const char* s, size_t* out) {
   return true;
 }
 
-static size_t sizeParam(const char* name, size_t dflt) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return dflt;
-  size_t out;
-  if (!parseSize(v, &out)) {
-    TACO_WARN("%s='%s' is not a size; using %zu", name, v, dflt);
-    return dflt;
-  }
-  return out;
-}
-
-static int intParam(const char* name, int dflt) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return dflt;
+bool parseInt(const char* s, int* out) {
   char* end = nullptr;
-  long x = strtol(v, &end, 10);
-  if (end == v || *end != '\0') {
-    TACO_WARN("%s='%s' is not an integer; using %d", name, v, dflt);
-    return dflt;
+  const long x = strtol(s, &end, 10);
+  if (end == s || *end != '\0') return false;
+  *out = (int)x;
+  return true;
+}
+
+bool parsePositiveSeconds(const char* s, double* out) {
+  char* end = nullptr;
+  const double x = strtod(s, &end);
+  if (end == s || *end != '\0' || !(x > 0)) return false;
+  *out = x;
+  return true;
+}
+
+bool parseAlgo(const char* s, int* out) {
+  const int a = algoFromName(s);
+  if (a < 0) return false;
+  *out = a;
+  return true;
+}
+
+bool parsePeerMemory(const char* s, int* out) {
+  if (strcmp(s, "0") == 0) *out = 0;
+  else if (strcmp(s, "1") == 0) *out = 1;
+  else if (strcmp(s, "loopback") == 0) *out = 2;
+  else return false;
+  return true;
+}
+
+// A rank number, or -1.
+int parseRank(const char* s) {
+  int r = -1;
+  return parseInt(s, &r) && r >= 0 ? r : -1;
+}
+
+const EnvParam kParams[] = {
+    {"TACO_CODEC", "fp8-block", "codec spec for communicators whose config leaves it unset (name[:block=N])",
+     "a codec spec",  // checked when a communicator is created
+     [](const char* v, EnvParams* p) { p->codec = v; return true; }},
+    {"TACO_CHUNK_BYTES", "67108864", "pipeline chunk, in uncompressed bytes per call (suffixes K, M, G)", "a size",
+     [](const char* v, EnvParams* p) { return parseSize(v, &p->chunkBytes); }},
+    {"TACO_FALLBACK_BYTES", "1048576", "messages smaller than this use the uncompressed NCCL collective", "a size",
+     [](const char* v, EnvParams* p) { return parseSize(v, &p->fallbackBytes); }},
+    {"TACO_PIPELINE_DEPTH", "2", "chunks in flight in the collective pipeline, 1..16 (1: no overlap)",
+     "an integer", [](const char* v, EnvParams* p) { return parseInt(v, &p->pipelineDepth); }},
+    {"TACO_CHECK_CONSISTENCY", "1",
+     "ranks compare library version, codec and pipeline settings when a communicator is created", "an integer",
+     [](const char* v, EnvParams* p) { return parseInt(v, &p->checkConsistency); }},
+    {"TACO_CHECK_POINTERS", "1", "device calls verify that pointers are device-accessible", "an integer",
+     [](const char* v, EnvParams* p) { return parseInt(v, &p->checkPointers); }},
+    {"TACO_NCCL_LIBRARY", "libnccl.so.2", "NCCL library to dlopen when no NCCL is loaded in the process",
+     "a library", [](const char* v, EnvParams* p) { p->ncclLibrary = v; return true; }},
+    {"TACO_DEBUG", "", "log level: WARN, INFO or TRACE", "a log level",
+     [](const char* v, EnvParams* p) { p->debug = v; return true; }},
+    {"TACO_ALGO", "auto", "AllReduce algorithm: auto, plain, staged, fused, oneshot or oneshot-raw",
+     "an algorithm", [](const char* v, EnvParams* p) { return parseAlgo(v, &p->algo); }},
+    {"TACO_WAIT_TIMEOUT_S", "60", "seconds a peer-memory kernel waits for a peer before it gives up",
+     "a positive number of seconds",
+     [](const char* v, EnvParams* p) { return parsePositiveSeconds(v, &p->waitTimeoutS); }},
+    {"TACO_PEER_MEMORY", "loopback",
+     "peer memory for the fused and one-shot AllReduce: 0 off, 1 on (CUDA IPC between processes), loopback "
+     "(loopback worlds only, until the IPC route is measured across GPUs)",
+     "0, 1 or loopback", [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
+    {"TACO_FAULT_SKIP_RANK", "",
+     "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator "
+     "is created)",
+     "a rank", [](const char* v, EnvParams*) { return *v == '\0' || parseRank(v) >= 0; }},
+};
+constexpr int kNumParams = (int)(sizeof(kParams) / sizeof(kParams[0]));
+
+// The environment's text, or nullptr when unset or empty (empty means unset).
+const char* envText(const EnvParam& row) {
+  const char* v = getenv(row.name);
+  return (v == nullptr || *v == '\0') ? nullptr : v;
+}
+
+const char* const kAlgoNames[] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
+constexpr int kNumAlgoNames = (int)(sizeof(kAlgoNames) / sizeof(kAlgoNames[0]));
+
+}  // namespace
+
+const EnvParam* envParamTable(int* count) {
+  *count = kNumParams;
+  return kParams;
+}
+
+const char* paramValue(int index) { return index >= 0 && index < kNumParams ? envText(kParams[index]) : nullptr; }
+
+const char* debugParam() {
+  for (const EnvParam& r : kParams) {
+    if (strcmp(r.name, "TACO_DEBUG") != 0) continue;
+    const char* v = envText(r);
+    return v != nullptr ? v : r.defaultValue;
   }
-  return (int)x;
+  return "";  // not reached: TACO_DEBUG is in the table
 }
-
-static const char* strParam(const char* name, const char* dflt) {
-  const char* v = getenv(name);
-  return (v == nullptr || *v == '\0') ? dflt : v;
-}
-
-const char* debugParam() { return strParam("TACO_DEBUG", ""); }
 
 int faultSkipRank() {
-  const char* v = getenv("TACO_FAULT_SKIP_RANK");
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  const long r = strtol(v, &end, 10);
-  return (end != v && *end == '\0' && r >= 0) ? (int)r : -1;
+  const char* v = getenv("TACO_FAULT_SKIP_RANK");  // read at each creation, not cached: a testing knob
+  return (v == nullptr || *v == '\0') ? -1 : parseRank(v);
 }
 
-static const char* const kAlgoNames[] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
-
 int algoFromName(const char* s) {
-  for (int i = 0; i < (int)(sizeof(kAlgoNames) / sizeof(kAlgoNames[0])); ++i)
+  for (int i = 0; i < kNumAlgoNames; ++i)
     if (strcmp(s, kAlgoNames[i]) == 0) return i;
   return -1;
 }
 
-const char* algoName(int algo) {
-  return algo >= 0 && algo < (int)(sizeof(kAlgoNames) / sizeof(kAlgoNames[0])) ? kAlgoNames[algo] : "?";
-}
-
-static int algoParam(const char* name) {
-  const char* v = strParam(name, "auto");
-  const int a = algoFromName(v);
-  if (a < 0) {
-    TACO_WARN("%s='%s' is not an algorithm (auto, plain, staged, fused, oneshot, oneshot-raw); using auto", name, v);
-    return tacoAlgoAuto;
-  }
-  return a;
-}
-
-static double secondsParam(const char* name, double dflt) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return dflt;
-  char* end = nullptr;
-  const double x = strtod(v, &end);
-  if (end == v || *end != '\0' || !(x > 0)) {
-    TACO_WARN("%s='%s' is not a positive number of seconds; using %g", name, v, dflt);
-    return dflt;
-  }
-  return x;
-}
+const char* algoName(int algo) { return algo >= 0 && algo < kNumAlgoNames ? kAlgoNames[algo] : "?"; }
 
 const EnvParams& envParams() {
   static const EnvParams params = [] {
-    EnvParams p;
-    p.debug = debugParam();
-    p.codec = strParam("TACO_CODEC", "fp8-block");  // the default codec: docs/accuracy.md
-    p.chunkBytes = sizeParam("TACO_CHUNK_BYTES", (size_t)64 << 20);
-    p.fallbackBytes = sizeParam("TACO_FALLBACK_BYTES", (size_t)1 << 20);
-    p.pipelineDepth = intParam("TACO_PIPELINE_DEPTH", 2);
-    p.checkConsistency = intParam("TACO_CHECK_CONSISTENCY", 1);
-    p.checkPointers = intParam("TACO_CHECK_POINTERS", 1);
-    p.ncclLibrary = strParam("TACO_NCCL_LIBRARY", "libnccl.so.2");
-    p.algo = algoParam("TACO_ALGO");
-    p.waitTimeoutS = secondsParam("TACO_WAIT_TIMEOUT_S", 60.0);
-    {
-      const char* v = strParam("TACO_PEER_MEMORY", "loopback");
-      p.peerMemory = strcmp(v, "0") == 0 ? 0 : strcmp(v, "1") == 0 ? 1 : 2;
-      if (p.peerMemory == 2 && strcmp(v, "loopback") != 0)
-        TACO_WARN("TACO_PEER_MEMORY='%s' is not 0, 1 or loopback; using loopback", v);
+    EnvParams p{};
+    for (const EnvParam& r : kParams) {
+      if (!r.parse(r.defaultValue, &p))
+        TACO_WARN("internal error: the default %s='%s' does not parse", r.name, r.defaultValue);
+      const char* v = envText(r);
+      if (v != nullptr && !r.parse(v, &p))
+        TACO_WARN("%s='%s' is not %s (%s); using the default '%s'", r.name, v, r.expected, r.meaning,
+                  r.defaultValue);
     }
     return p;
   }();

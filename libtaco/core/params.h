@@ -6,7 +6,7 @@
 namespace taco {
 
 struct EnvParams {
-  const char* codec;      // TACO_CODEC            default codec spec ("taco")
+  const char* codec;      // TACO_CODEC            default codec spec ("fp8-block")
   size_t chunkBytes;      // TACO_CHUNK_BYTES      pipeline chunk, uncompressed bytes
   size_t fallbackBytes;   // TACO_FALLBACK_BYTES   below this, plain NCCL
   int pipelineDepth;      // TACO_PIPELINE_DEPTH   streams in the chunk pipeline
@@ -36,14 +36,17 @@ const EnvParams& envParams();
 // TACO_DEBUG alone, read without logging (the logger depends on it).
 const char* debugParam();
 
-// One row per variable, for documentation and `taco info`.
-struct ParamDoc {
+// One row per variable: the single source of its name, default and meaning
+// (tacoGetParamInfo, `taco info`), and of how its text parses into EnvParams.
+struct EnvParam {
   const char* name;
-  const char* defaultValue;
+  const char* defaultValue;  // as text, parsed like a value from the environment
   const char* meaning;
+  const char* expected;      // what a valid value is, for the warning about a malformed one
+  bool (*parse)(const char* text, EnvParams* into);  // false: `text` is malformed
 };
-const ParamDoc* paramDocs(int* count);
-// The environment's value of paramDocs()[index], or nullptr when unset or empty.
+const EnvParam* envParamTable(int* count);
+// The environment's value of envParamTable()[index], or nullptr when unset or empty.
 const char* paramValue(int index);
 
 }  // namespace taco

@@ -1,5 +1,5 @@
 // Loopback transport: N ranks in one process on the current GPU, driven from
-// one thread (DESIGN §4). Operations are only recorded while a group is open;
+// one thread (docs/design.md). Operations are only recorded while a group is open;
 // at the outermost groupEnd the world matches every recv to the send of its
 // peer (first posted, first matched), and issues each as a device copy on the
 // receiver's stream, ordered by events:
@@ -17,8 +17,8 @@
 #include <new>
 #include <vector>
 
-#include "codec/codec.h"  // dtypeBytes
 #include "core/check.h"
+#include "core/dtype.h"
 #include "transport/transport.h"
 
 namespace taco {

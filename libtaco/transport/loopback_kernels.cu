@@ -7,19 +7,11 @@
 
 #include <cstdint>
 
+#include "core/dtype_convert.cuh"
 #include "transport/transport.h"
 
 namespace taco {
 namespace {
-
-template <typename T> __device__ __forceinline__ float toF(T v);
-template <> __device__ __forceinline__ float toF<float>(float v) { return v; }
-template <> __device__ __forceinline__ float toF<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float toF<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> __device__ __forceinline__ T fromF(float v);
-template <> __device__ __forceinline__ float fromF<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half fromF<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 constexpr int kThreads = 256;
 
@@ -33,9 +25,9 @@ template <typename T>
 __global__ void allReduceKernel(RankPtrs p, size_t count) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
        i += (size_t)gridDim.x * blockDim.x) {
-    float s = toF<T>(static_cast<const T*>(p.in[0])[i]);
-    for (int r = 1; r < p.n; ++r) s = __fadd_rn(s, toF<T>(static_cast<const T*>(p.in[r])[i]));
-    const T v = fromF<T>(s);
+    float s = toFloat<T>(static_cast<const T*>(p.in[0])[i]);
+    for (int r = 1; r < p.n; ++r) s = __fadd_rn(s, toFloat<T>(static_cast<const T*>(p.in[r])[i]));
+    const T v = fromFloat<T>(s);
     for (int r = 0; r < p.n; ++r) static_cast<T*>(p.out[r])[i] = v;
   }
 }
@@ -45,9 +37,9 @@ __global__ void reduceScatterKernel(RankPtrs p, size_t n) {
   const int r = blockIdx.y;  // output rank
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     const size_t k = (size_t)r * n + i;
-    float s = toF<T>(static_cast<const T*>(p.in[0])[k]);
-    for (int j = 1; j < p.n; ++j) s = __fadd_rn(s, toF<T>(static_cast<const T*>(p.in[j])[k]));
-    static_cast<T*>(p.out[r])[i] = fromF<T>(s);
+    float s = toFloat<T>(static_cast<const T*>(p.in[0])[k]);
+    for (int j = 1; j < p.n; ++j) s = __fadd_rn(s, toFloat<T>(static_cast<const T*>(p.in[j])[k]));
+    static_cast<T*>(p.out[r])[i] = fromFloat<T>(s);
   }
 }
 

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <new>
 
-#include "codec/codec.h"  // dtypeBytes
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/params.h"
 #include "transport/transport.h"
 
@@ -39,7 +39,6 @@ struct NcclApi {
   int version = 0;
   ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
   ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
-  void* commInitRankConfig = nullptr;  // resolved for diagnostics; the plain init is used
   ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*commAbort)(ncclComm_t) = nullptr;
   ncclResult_t (*groupStart)() = nullptr;
@@ -119,7 +118,6 @@ tacoResult_t loadLocked() {
   TACO_NCCL_SYM(getVersion, "ncclGetVersion")
 #undef TACO_NCCL_SYM
   // Optional (newer NCCL).
-  a.commInitRankConfig = dlsym(h, "ncclCommInitRankConfig");
   resolve(h, "ncclGetLastError", &a.getLastError);
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(a.getUniqueId), &info) && info.dli_fname)

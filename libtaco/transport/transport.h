@@ -1,4 +1,4 @@
-// How bytes move between the ranks of a communicator (DESIGN §4). A transport
+// How bytes move between the ranks of a communicator (docs/design.md). A transport
 // knows nothing about codecs: it moves bytes (send/recv inside a group) and
 // runs the plain, uncompressed collectives used for codec `none` and small
 // messages. Implementations: nccl.cc (production), loopback.cc (N ranks in one

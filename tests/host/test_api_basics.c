@@ -105,6 +105,9 @@ static void test_codec_find(void) {
     if (info.name == NULL) continue;
     TEST_ASSERT_EQ_INT(tacoCodecFind(info.name, &byName), tacoSuccess);
     TEST_ASSERT_EQ_INT(byName.id, id);
+    /* An unknown name lists every known one. */
+    TEST_ASSERT_EQ_INT(tacoCodecFind("no-such-codec", &byName), tacoInvalidArgument);
+    TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), info.name);
     TEST_ASSERT_EQ_INT(byName.blockSize, byId.blockSize);
     /* Blocked codecs: a default block in range; the others: 0. */
     if (byId.blockSize != 0) {

@@ -1,0 +1,88 @@
+#include "api/argcheck.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/check.h"
+#include "core/params.h"
+
+namespace taco {
+
+tacoResult_t checkNotNull(const void* p, const char* op, const char* arg) {
+  TACO_ARG(p != nullptr, "%s : %s argument is NULL", op, arg);
+  return tacoSuccess;
+}
+
+tacoResult_t checkAligned(const void* p, size_t align, const char* op, const char* arg) {
+  TACO_ARG(((uintptr_t)p % align) == 0, "%s : %s argument %p is not aligned to %zu bytes", op, arg, p, align);
+  return tacoSuccess;
+}
+
+tacoResult_t checkDatatype(tacoDataType_t datatype, const char* op) {
+  TACO_ARG((int)datatype >= 0 && (int)datatype < tacoNumDataTypes,
+           "%s : datatype argument %d is not a tacoDataType_t (0..%d)", op, (int)datatype, tacoNumDataTypes - 1);
+  return tacoSuccess;
+}
+
+tacoResult_t checkRedOp(tacoRedOp_t redOp, const char* op) {
+  TACO_ARG(redOp == tacoSum, "%s : op %d is not supported (only tacoSum)", op, (int)redOp);
+  return tacoSuccess;
+}
+
+tacoResult_t checkCount(size_t count, const char* op) {
+  TACO_ARG(count > 0, "%s : count argument is 0", op);
+  return tacoSuccess;
+}
+
+tacoResult_t checkComm(const tacoComm* comm, const char* op) {
+  TACO_ARG(comm != nullptr, "%s : comm argument is NULL", op);
+  TACO_ARG(commIsLive(comm), "%s : comm argument %p is not a live communicator (destroyed, or not a tacoComm_t)",
+           op, (const void*)comm);
+  return tacoSuccess;
+}
+
+tacoResult_t checkDevicePointer(const void* p, int device, const char* op, const char* arg) {
+  if (!envParams().checkPointers) return tacoSuccess;
+  cudaPointerAttributes attr;
+  const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it so the next call does not see it
+    if (e == cudaErrorInvalidValue)
+      return setError(tacoInvalidArgument, "%s : %s argument %p is not a valid pointer (%s)", op, arg, p,
+                      cudaGetErrorString(e));
+    return setError(tacoUnhandledCudaError, "%s : cannot query %s argument %p: %s", op, arg, p,
+                    cudaGetErrorString(e));
+  }
+  switch (attr.type) {
+    case cudaMemoryTypeManaged:
+      return tacoSuccess;
+    case cudaMemoryTypeDevice:
+      TACO_ARG(device == kAnyDevice || attr.device == device,
+               "%s : %s argument %p is memory of device %d, but the communicator is on device %d", op, arg, p,
+               attr.device, device);
+      return tacoSuccess;
+    case cudaMemoryTypeHost:
+      if (attr.devicePointer != nullptr) return tacoSuccess;  // pinned and mapped
+      [[fallthrough]];
+    default:
+      return setError(tacoInvalidArgument,
+                      "%s : %s argument %p is a host pointer, not device memory (TACO_CHECK_POINTERS=0 skips "
+                      "this check)",
+                      op, arg, p);
+  }
+}
+
+tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const void* recvbuff, size_t count,
+                           tacoDataType_t datatype, const char* op) {
+  TACO_CHECK(checkComm(comm, op));
+  TACO_CHECK(checkDatatype(datatype, op));
+  if (count == 0) return tacoSuccess;  // a no-op: the buffers may be NULL, as with NCCL
+  TACO_CHECK(checkNotNull(sendbuff, op, "sendbuff"));
+  TACO_CHECK(checkNotNull(recvbuff, op, "recvbuff"));
+  TACO_CHECK(checkDevicePointer(sendbuff, comm->device, op, "sendbuff"));
+  if (recvbuff != sendbuff) TACO_CHECK(checkDevicePointer(recvbuff, comm->device, op, "recvbuff"));
+  return tacoSuccess;
+}
+
+}  // namespace taco

@@ -1,0 +1,36 @@
+// Argument checks of the exported entry points, in one place (as NCCL's
+// argcheck.cc). A bad user argument is tacoInvalidArgument, with a message that
+// names the operation and the argument ("AllReduce : sendbuff argument ...");
+// only a failing CUDA runtime is tacoUnhandledCudaError.
+#pragma once
+#include <cstddef>
+
+#include "core/comm.h"
+#include "taco.h"
+
+namespace taco {
+
+tacoResult_t checkNotNull(const void* p, const char* op, const char* arg);
+// `p` is a multiple of `align` bytes.
+tacoResult_t checkAligned(const void* p, size_t align, const char* op, const char* arg);
+tacoResult_t checkDatatype(tacoDataType_t datatype, const char* op);
+// The reduction is one libtaco implements (tacoSum).
+tacoResult_t checkRedOp(tacoRedOp_t redOp, const char* op);
+// count > 0 (the codec calls; a collective of count 0 is a no-op instead).
+tacoResult_t checkCount(size_t count, const char* op);
+// Not NULL, and a communicator that was created and not yet destroyed.
+tacoResult_t checkComm(const tacoComm* comm, const char* op);
+
+// Memory a kernel on `device` can access: device memory (of that device unless
+// device is kAnyDevice), managed memory, or host memory mapped into the device's
+// address space. Host memory that is not mapped is refused. Skipped when
+// TACO_CHECK_POINTERS=0 (allocators cudaPointerGetAttributes does not know).
+constexpr int kAnyDevice = -1;
+tacoResult_t checkDevicePointer(const void* p, int device, const char* op, const char* arg);
+
+// The arguments every collective shares: a live communicator, a datatype, and
+// (count > 0) send and receive buffers on the communicator's device.
+tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const void* recvbuff, size_t count,
+                           tacoDataType_t datatype, const char* op);
+
+}  // namespace taco

@@ -1,0 +1,60 @@
+// The TACO_* environment table (libtaco/core/params.cc): every default parses,
+// unset and empty variables take the default, valid values are used, and
+// malformed ones fall back to the default. The table is internal (hidden
+// symbols), so its source is compiled in here.
+#include <cstdlib>
+#include <cstring>
+
+#include "../../libtaco/core/log.cc"
+#include "../../libtaco/core/params.cc"
+#include "check.h"
+
+int main() {
+  // Before the first read: the environment is read once.
+  unsetenv("TACO_CODEC");
+  unsetenv("TACO_CHECK_CONSISTENCY");
+  unsetenv("TACO_NCCL_LIBRARY");
+  setenv("TACO_CHUNK_BYTES", "12Q", 1);         // malformed
+  setenv("TACO_FALLBACK_BYTES", "2M", 1);       // valid, with a suffix
+  setenv("TACO_PIPELINE_DEPTH", "3", 1);        // valid
+  setenv("TACO_CHECK_POINTERS", "", 1);         // empty means unset
+  setenv("TACO_ALGO", "bogus", 1);              // malformed
+  setenv("TACO_WAIT_TIMEOUT_S", "-1", 1);       // malformed: not positive
+
+  int n = 0;
+  const taco::EnvParam* table = taco::envParamTable(&n);
+  TEST_ASSERT(n >= 10);
+  for (int i = 0; i < n; ++i) {
+    taco::EnvParams scratch{};
+    TEST_ASSERT_MSG(table[i].parse(table[i].defaultValue, &scratch), "%s: default '%s' does not parse",
+                    table[i].name, table[i].defaultValue);
+    TEST_ASSERT_MSG(strncmp(table[i].name, "TACO_", 5) == 0 && table[i].meaning[0] != '\0', "row %d", i);
+    for (int j = 0; j < i; ++j) TEST_ASSERT_MSG(strcmp(table[i].name, table[j].name) != 0, "%s twice", table[i].name);
+  }
+
+  const taco::EnvParams& p = taco::envParams();
+  TEST_ASSERT(strcmp(p.codec, "fp8-block") == 0);
+  TEST_ASSERT_EQ_SIZE(p.chunkBytes, (size_t)64 << 20);
+  TEST_ASSERT_EQ_SIZE(p.fallbackBytes, (size_t)2 << 20);
+  TEST_ASSERT_EQ_INT(p.pipelineDepth, 3);
+  TEST_ASSERT_EQ_INT(p.checkConsistency, 1);
+  TEST_ASSERT_EQ_INT(p.checkPointers, 1);
+  TEST_ASSERT(strcmp(p.ncclLibrary, "libnccl.so.2") == 0);
+  TEST_ASSERT_EQ_INT(p.algo, tacoAlgoAuto);
+  TEST_ASSERT(p.waitTimeoutS == 60.0);
+
+  // The environment's text per row: set values as given, unset and empty as nullptr.
+  for (int i = 0; i < n; ++i) {
+    const char* v = taco::paramValue(i);
+    if (strcmp(table[i].name, "TACO_PIPELINE_DEPTH") == 0) TEST_ASSERT(v != nullptr && strcmp(v, "3") == 0);
+    if (strcmp(table[i].name, "TACO_CHECK_POINTERS") == 0) TEST_ASSERT(v == nullptr);
+    if (strcmp(table[i].name, "TACO_CODEC") == 0) TEST_ASSERT(v == nullptr);
+  }
+  TEST_ASSERT(taco::paramValue(n) == nullptr);
+  TEST_ASSERT(taco::paramValue(-1) == nullptr);
+
+  // Algorithm names round-trip.
+  for (int a = 0; a < tacoNumAlgos; ++a) TEST_ASSERT_EQ_INT(taco::algoFromName(taco::algoName(a)), a);
+  TEST_ASSERT_EQ_INT(taco::algoFromName("bogus"), -1);
+  return TEST_REPORT();
+}
