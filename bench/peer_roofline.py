@@ -45,7 +45,8 @@ def main(argv=None):
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     p.add_argument("--codec", default="fp8-block")
     p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--algos", default="staged,fused,oneshot")
+    p.add_argument("--algos", default="staged,fused,oneshot",
+                   help="algorithms, each optionally @chunk MiB (communicator chunkBytes), e.g. fused@256")
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
     P = a.ranks
@@ -70,8 +71,10 @@ def main(argv=None):
         "oneshot": 2 * N * e + N * w * (1 + P),
     }
     rows = []
-    for algo in [s for s in a.algos.split(",") if s]:
-        comms = taco.comm.loopback(P, codec=a.codec, algo=algo, fallback_bytes=0)
+    for spec in [s for s in a.algos.split(",") if s]:
+        algo, _, chunk = spec.partition("@")
+        cfg = {"chunk_bytes": int(chunk) << 20} if chunk else {}
+        comms = taco.comm.loopback(P, codec=a.codec, algo=algo, fallback_bytes=0, **cfg)
         try:
             def once():
                 with taco.comm.group():
@@ -83,9 +86,9 @@ def main(argv=None):
                 c.close()
         need = P * model[algo]
         ratio = need / t / bw
-        rows.append({"algo": algo, "time_ms": t * 1e3, "bytes_moved": need, "roofline_ms": need / bw * 1e3,
+        rows.append({"algo": spec, "time_ms": t * 1e3, "bytes_moved": need, "roofline_ms": need / bw * 1e3,
                      "of_memcpy": ratio})
-        print(f"{algo:8s} {t * 1e3:9.3f} ms   moves {need / 1e9:7.3f} GB   roofline {need / bw * 1e3:8.3f} ms"
+        print(f"{spec:12s} {t * 1e3:9.3f} ms   moves {need / 1e9:7.3f} GB   roofline {need / bw * 1e3:8.3f} ms"
               f"   {ratio:5.3f}x memcpy bandwidth")
     by = {r["algo"]: r for r in rows}
     if "fused" in by and "staged" in by:

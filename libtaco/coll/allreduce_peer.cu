@@ -33,6 +33,11 @@
 // only after the peer finished reading).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "coll/allreduce_peer.h"
 #include "coll/device/peer_sync.cuh"
 #include "codec/device/block_generic.cuh"
@@ -83,13 +88,15 @@ __device__ __forceinline__ Who who(const PeerLaunch& L) {
   return w;
 }
 
+// Compress with the codec kernels' software pipeline (cp.async staging of the tiles
+// ahead; tiles that cannot be staged take the general load).
 template <typename T, int FMT>
 __device__ __forceinline__ void compressPiece(Args& a, const Who& w) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   a.vec = aligned16Dev(a.x) && aligned16Dev(a.out);
   if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
-  for (size_t tile = w.warp; tile < nTiles; tile += w.nWarps) compressBlockTile<T, FMT>(a, tile * gpw + giw, t, nullptr);
+  genericCompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
 }
 
 template <typename T, int MODE, int FMT>
@@ -103,7 +110,10 @@ __device__ __forceinline__ void sumPiece(Args& a, const Who& w) {
     a.vec = a.vec && aligned16Dev(a.in.ptr[q]);
   }
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
-  generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, ok);
+  if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr && ok)
+    genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
+  else
+    generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, ok);
 }
 
 template <typename T, int FMT>
@@ -200,6 +210,27 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
 
 using PeerKernel = void (*)(const PeerLaunch);
 
+// CTAs of `kernel` resident per SM with `smem` bytes of shared memory, asked once per
+// (kernel, device): the launch path stays free of driver queries.
+cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> cache;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), dev);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    *perSm = it->second;
+    return cudaSuccess;
+  }
+  e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(perSm, kernel, kThreads, smem);
+  if (e == cudaSuccess) cache[key] = *perSm;
+  return e;
+}
+
 template <typename T>
 PeerKernel peerKernel(int algo, int fmt) {
   if (algo == tacoAlgoOneShotRaw) return peerRawKernel<T>;
@@ -238,11 +269,14 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   const PeerKernel kernel = pickKernel(L.algo, d != nullptr ? d->format : -1, dtype);
   if (kernel == nullptr) return cudaErrorInvalidValue;
   // Co-residency bound: every CTA of the launch must fit on the GPU at once.
-  int dev = 0, sms = 0, perSm = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0);
+  // The block kernels stage tiles through shared memory (compress and plain decompress pipelines).
+  const size_t smem = L.algo == tacoAlgoOneShotRaw
+                          ? 0
+                          : std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
+  int perSm = 0;
+  cudaError_t e = residentPerSm(kernel, smem, &perSm);
   if (e != cudaSuccess) return e;
+  const int sms = smCount();
   const long maxPerRank = (long)sms * perSm / L.nLocal;
   if (maxPerRank < 1) return cudaErrorCooperativeLaunchTooLarge;
   // Enough CTAs for the work (a warp per tile of 32 lanes), no more than fit.
@@ -253,7 +287,7 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)(Lc.ctasPerRank * L.nLocal));
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = 0;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeCooperative;
