@@ -74,7 +74,8 @@ def parts_for(P, n, dtype, seed=0):
 def loop(taco, P, codec, **cfg):
     cfg.setdefault("fallback_bytes", 0)  # exercise the compressed path at every size
     cfg.setdefault("chunk_bytes", 1 << 20)  # small workspace; large counts run many chunks
-    cfg.setdefault("algo", "staged")  # the staged two-shot: test_peer_allreduce.py covers the others
+    # the staged two-shot (plain for codec none): test_peer_allreduce.py covers the peer algorithms
+    cfg.setdefault("algo", "plain" if codec == "none" else "staged")
     return taco.comm.loopback(P, codec=codec, **cfg)
 
 
