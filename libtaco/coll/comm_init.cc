@@ -118,6 +118,8 @@ struct Consistency {
   uint64_t fallbackBytes;
   int32_t pipelineDepth;
   int32_t nranks;
+  int32_t algo;        // a forced AllReduce algorithm must be forced everywhere
+  int32_t peerMemory;  // TACO_PEER_MEMORY: creating peer memory is collective
 };
 constexpr uint32_t kConsistencyMagic = 0x7ac0c4ecu;
 
@@ -132,6 +134,8 @@ tacoResult_t consistencyCheck(tacoComm* c) {
   mine.fallbackBytes = c->config.fallbackBytes;
   mine.pipelineDepth = c->depth;
   mine.nranks = c->nranks;
+  mine.algo = c->config.algo;
+  mine.peerMemory = envParams().peerMemory;
   std::vector<Consistency> all(c->nranks);
   TACO_CHECK(c->transport->hostAllGather(&mine, all.data(), sizeof(mine)));
   for (int q = 0; q < c->nranks; ++q) {
@@ -151,6 +155,8 @@ tacoResult_t consistencyCheck(tacoComm* c) {
     TACO_CMP(fallbackBytes, "fallbackBytes")
     TACO_CMP(pipelineDepth, "pipelineDepth")
     TACO_CMP(nranks, "nranks")
+    TACO_CMP(algo, "algo (TACO_ALGO)")
+    TACO_CMP(peerMemory, "TACO_PEER_MEMORY")
 #undef TACO_CMP
   }
   return tacoSuccess;

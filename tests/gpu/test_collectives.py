@@ -358,13 +358,21 @@ def test_config_workspace_and_queries(taco):
         assert cfg["codec"] == "taco:block=128" and cfg["chunk_bytes"] == 1 << 20
         assert cfg["pipeline_depth"] == 3 and comms[2].rank == 2 and comms[2].size == 4
         ws = comms[0].workspace_bytes
-        # depth x 2 regions x P pieces of (1 MiB / 4 ranks of bf16 = 128 Ki elements) compressed
-        assert 0 < ws <= 3 * 2 * 4 * (128 * 1024 + 128 * 1024 // 128 * 8 + 512)
+        # staged: depth x 2 regions x P pieces of (1 MiB / 4 ranks of bf16 = 128 Ki elements) compressed;
+        # plus the peer scratch of the loopback world
+        staged = 3 * 2 * 4 * (128 * 1024 + 128 * 1024 // 128 * 8 + 512)
+        assert peer_scratch(1 << 20, 4) < ws <= staged + peer_scratch(1 << 20, 4)
     finally:
         close_all(comms)
-    none = loop(taco, 2, "none")
-    assert none[0].workspace_bytes == 0
+    none = loop(taco, 2, "none")  # no staged workspace: only the peer scratch (the raw one-shot)
+    assert none[0].workspace_bytes == peer_scratch(1 << 20, 2)
     close_all(none)
+
+
+def peer_scratch(chunk, P):
+    """coll/peer_plan.h: control and flag lines, two halves of max(chunk / 2, P x 64 KiB), a tail."""
+    half = -(-max(chunk // 2, P * 65536) // 256) * 256
+    return 16 * 128 + 2 * 16 * 128 + 2 * half + 256
 
 
 def test_algo_config_selection_and_async_error(taco, torch):

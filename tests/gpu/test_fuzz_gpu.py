@@ -51,6 +51,21 @@ def same(dev, host, dname):
     return bool(np.all((d == h) | nan))
 
 
+def wires_same(dev, host, spec, dname):
+    """Equal wires; for the element codecs (none, bf16) the payload is values, compared as
+    `same` does: a NaN's payload bits are not part of the contract (the GPU writes the
+    canonical NaN, the CPU propagates an operand's payload)."""
+    if np.array_equal(dev, host):
+        return True
+    name = spec.split(":")[0]
+    if name not in ("none", "bf16") or dev.size != host.size or not np.array_equal(dev[:16], host[:16]):
+        return False
+    pdt = "bfloat16" if name == "bf16" else dname
+    width = DTYPES[pdt].itemsize
+    n = (dev.size - 16) // width * width
+    return same(dev[16:16 + n], host[16:16 + n], pdt)
+
+
 def header(c, count, dname, change=None):
     f = dict(magic=MAGIC, id=c.id, version=1, log2b=c.blockSize.bit_length() - 1 if c.blockSize else 0,
              dtype=list(DTYPES).index(dname), count=count)
@@ -116,6 +131,6 @@ def test_fuzz_device_kernels(cp):
             acch = taco.decompress_accumulate(wires, spec, count, dname)
             assert same(cp.asnumpy(acc), acch, dname), what + ": accumulate differs from the host twin"
             outh = taco.decompress_reduce_compress(wires, spec, count, dname)
-            assert np.array_equal(cp.asnumpy(out), outh), what + ": reduce-compress differs from the host twin"
+            assert wires_same(cp.asnumpy(out), outh, spec, dname), what + ": reduce-compress differs from the host twin"
         except taco.InvalidArgumentError:
             pass
