@@ -28,8 +28,6 @@ const char* dtypeName(tacoDataType_t t) {
   }
 }
 
-size_t dtypeBytes(tacoDataType_t t) { return t == tacoFloat32 ? 4 : 2; }
-
 void printUsage(FILE* f) {
   fprintf(f,
           "usage: taco_perf [options]                 (one process per GPU, e.g. under mpirun)\n"

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"  // libtaco's dtypeBytes (header-only)
 #include "taco.h"
 
 namespace perf {
@@ -42,7 +43,7 @@ struct Options {
 };
 
 const char* dtypeName(tacoDataType_t t);
-size_t dtypeBytes(tacoDataType_t t);
+using taco::dtypeBytes;
 
 // Parses argv. Returns 0 on success, 2 after printing a message to stderr on a
 // usage error; sets o->help for -h/--help (the caller prints usage()).

@@ -14,7 +14,7 @@
 // two-shot's receive traffic.
 #include <cuda_fp8.h>
 
-#include "dtype.cuh"
+#include "core/dtype_convert.cuh"  // libtaco's conversions (header-only)
 #include "kernels.h"
 
 namespace perf {
@@ -29,7 +29,7 @@ template <typename T>
 __global__ void __launch_bounds__(kDiyBlock) quantizeKernel(const T* x, size_t count, uint8_t* codes, float* scales) {
   __shared__ float warpMax[kDiyBlock / 32];
   const size_t i = (size_t)blockIdx.x * kDiyBlock + threadIdx.x;
-  const float v = i < count ? toF<T>(x[i]) : 0.0f;
+  const float v = i < count ? taco::toFloat<T>(x[i]) : 0.0f;
   float a = fabsf(v);
   for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
   if ((threadIdx.x & 31) == 0) warpMax[threadIdx.x >> 5] = a;
@@ -62,7 +62,7 @@ __global__ void dequantSumKernel(const uint8_t* packets, size_t packetBytes, siz
       for (int k = 0; k < 4; ++k) acc[k] += fp8ToFloat((c4 >> (8 * k)) & 0xffu) * s;
     }
     for (int k = 0; k < 4; ++k)
-      if (i + k < count) y[i + k] = fromF<T>(acc[k]);
+      if (i + k < count) y[i + k] = taco::fromFloat<T>(acc[k]);
   }
 }
 

@@ -4,8 +4,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/dtype_convert.cuh"  // libtaco's conversions (header-only)
 #include "kernels.h"
-#include "dtype.cuh"
 
 namespace perf {
 namespace {
@@ -33,14 +33,14 @@ __global__ void fillKernel(T* buf, size_t n, uint64_t key) {
     const float u = ((float)(h >> 41) + 0.5f) * (1.0f / 8388608.0f);
     const float two_u = 2.0f * u;
     const float v = u < 0.5f ? logf(two_u) : -logf(2.0f - two_u);  // Laplace(0, 1)
-    buf[i] = fromF<T>(v);
+    buf[i] = taco::fromFloat<T>(v);
   }
 }
 
 template <typename T>
 __global__ void toFloatKernel(const T* src, float* dst, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    dst[i] = toF<T>(src[i]);
+    dst[i] = taco::toFloat<T>(src[i]);
 }
 
 // One atomic per thread block: the block's partial sum (mod 2^64) reduced in shared memory.

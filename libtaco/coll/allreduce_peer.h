@@ -1,6 +1,6 @@
 // The peer-memory AllReduce algorithms (fused two-shot, one-shot, raw one-shot):
 // the schedule builder, the executor's hook, and the kernel launcher
-// (coll/allreduce_peer.cu). docs/collectives.md, "Peer memory".
+// (coll/allreduce_peer.cu). docs/collectives.md, "Peer memory and the fused kernels".
 #pragma once
 #include <cuda_runtime_api.h>
 

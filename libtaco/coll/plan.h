@@ -1,4 +1,5 @@
-// The shard/chunk plan shared by every compressed collective (docs/collectives.md §Plan).
+// The shard/chunk plan shared by every compressed collective (docs/collectives.md,
+// "The plan: shards, blocks, chunks").
 //
 // A buffer of `count` elements is cut into codec blocks of B elements counted
 // from element 0. Shards are whole runs of blocks (only the last nonempty shard

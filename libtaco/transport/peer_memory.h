@@ -1,6 +1,6 @@
 // Peer memory: every rank's scratch region mapped into this process, for the
 // kernels that load and store peers' memory directly (fused two-shot and
-// one-shot AllReduce; docs/design.md, "Peer memory"). A transport moves bytes
+// one-shot AllReduce; docs/design.md §5). A transport moves bytes
 // between ranks; peer memory lets a kernel do it itself. It knows nothing about
 // what the scratch holds: the layout (flags, epochs, data slots) is coll's.
 //

@@ -122,6 +122,8 @@ def test_checkpoint_resume_reproduces_uninterrupted(tmp_path):
     assert st["step"] == 3 and st["data_position"] == 3 and "optimizer" in st and "rng_cpu" in st
     rest = run("--steps 8 --tp 4", out=b, eval_every=4, resume=True)
     assert rest["finished"]
+    assert [(g["from_step"], g["to_step"], g["stopped"]) for g in rest["segments"]] == [
+        (0, 3, "stop-after"), (3, 8, "finished")]
     assert losses(rest) == losses(full)
     assert [e["step"] for e in rest["evals"]] == [0, 3, 4, 8]
     fv = {e["step"]: e["val"] for e in full["evals"]}
@@ -183,6 +185,31 @@ def test_sweep_end_to_end_cli(tmp_path, capsys):
         ("exact", 0, "cpu-exact"), ("exact", 1, "cpu-exact"), ("int4-block", 0, "cpu-ref")]
     rc = main(["train", "--summary", out])  # the same table from the logs alone
     assert rc == 0 and "[val_exact]" in capsys.readouterr().out
+
+
+def test_resume_from_a_checkpoint_that_says_sessions(tmp_path):
+    """A checkpoint written before the rename resumes, its record carried over as a segment."""
+    b = str(tmp_path)
+    run("--steps 6 --tp 2", out=b, eval_every=3, stop_after=2)
+    ck = os.path.join(b, config.run_name(cfg("--steps 6 --tp 2")) + ".ckpt.pt")
+    st = torch.load(ck, weights_only=False)
+    st["log"]["sessions"] = st["log"].pop("segments")
+    torch.save(st, ck)
+    rest = run("--steps 6 --tp 2", out=b, eval_every=3, resume=True)
+    assert rest["finished"] and "sessions" not in rest
+    assert [(g["from_step"], g["to_step"]) for g in rest["segments"]] == [(0, 2), (2, 6)]
+
+
+def test_old_logs_with_sessions_read_as_segments(tmp_path):
+    """Logs written before `sessions` was renamed `segments` (docs/data) still load."""
+    seg = [{"from_step": 0, "to_step": 5, "seconds": 1.0, "stopped": "finished"}]
+    with open(tmp_path / "old.json", "w") as f:
+        json.dump({"kind": "taco-train", "name": "old", "sessions": seg, "finished": True}, f)
+    with open(tmp_path / "new.json", "w") as f:
+        json.dump({"kind": "taco-train", "name": "new", "segments": seg, "finished": True}, f)
+    logs = report.load_logs(str(tmp_path))
+    assert [(lg["name"], lg["segments"], "sessions" in lg) for lg in logs] == [("new", seg, False),
+                                                                                ("old", seg, False)]
 
 
 def test_lr_schedule_and_offsets_are_pure():

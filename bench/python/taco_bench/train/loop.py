@@ -14,6 +14,7 @@ from .collectives import make_tp, rank_order_sum
 from .config import CORE_KEYS, lr_at, run_name
 from .data import batch_offsets, get_corpus, val_offsets
 from .model import GPT
+from .report import upgrade_log
 
 CKPT_VERSION = 1
 
@@ -115,7 +116,7 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
            "corpus": corpus.info(), "collective": tp.name, "emulated": note == "emulated",
            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
            "torch": torch.__version__, "train": [], "evals": [], "skipped_steps": [], "overflow_checks": [],
-           "grad_norm": [], "sessions": [], "finished": False}
+           "grad_norm": [], "segments": [], "finished": False}
     step = 0
     ckpt = os.path.join(out, name + ".ckpt.pt") if out else None
     if resume and ckpt and os.path.exists(ckpt):
@@ -135,7 +136,7 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
         torch.set_rng_state(st["rng_cpu"].cpu())
         if dev.type == "cuda" and st.get("rng_cuda") is not None:
             torch.cuda.set_rng_state(st["rng_cuda"].cpu(), dev)
-        step, log = st["step"], st["log"]
+        step, log = st["step"], upgrade_log(st["log"])
         if st["data_position"] != step:
             raise SystemExit(f"{ckpt}: data position {st['data_position']} != step {step}")
         say(f"resumed {name} at step {step} from {ckpt}")
@@ -163,7 +164,7 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
         f"{cfg['layers']} layers, d={cfg['d_model']}, {cfg['heads']} heads, TP={P}, {cfg['dtype']}, "
         f"{B}x{S} tokens/step; collective: {tp.name}; corpus {corpus.name} "
         f"{corpus.train.size / 1e6:.2f} MB train / {corpus.val.size / 1e6:.2f} MB val")
-    t_session, start_step = time.time(), step
+    t_segment, start_step = time.time(), step
     pending = []  # device losses not yet read
     last_flush_t, last_flush_step = time.time(), step
 
@@ -250,7 +251,7 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
         elif scaler.is_enabled() and tp.nf is not None and step % 50 == 0:
             tp.read_nonfinite()  # keep the counters bounded; overflow steps are in skipped_steps
         done = step == cfg["steps"]
-        timeout = time_limit is not None and time.time() - t_session > time_limit
+        timeout = time_limit is not None and time.time() - t_segment > time_limit
         halt = done or timeout or (stop_after is not None and step - start_step >= stop_after)
         if step % eval_every == 0 or halt:
             ms = flush()
@@ -269,7 +270,7 @@ def train(cfg: dict, out: str | None = None, *, eval_every: int = 100, checkpoin
             break
     flush()
     log["finished"] = step >= cfg["steps"]
-    log["sessions"].append({"from_step": start_step, "to_step": step, "seconds": round(time.time() - t_session, 1),
+    log["segments"].append({"from_step": start_step, "to_step": step, "seconds": round(time.time() - t_segment, 1),
                             "stopped": stopped})
     save_log()
     if ckpt and (checkpoint_every or resume or not log["finished"]):

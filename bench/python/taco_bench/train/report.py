@@ -69,6 +69,15 @@ def format_summary(s: dict) -> str:
     return "\n".join(out)
 
 
+def upgrade_log(lg: dict) -> dict:
+    """A run's log in today's field names, in place: logs written before the rename call
+    `segments` (one record per stretch of the run between a start or resume and its stop)
+    `sessions`."""
+    if "sessions" in lg and "segments" not in lg:
+        lg["segments"] = lg.pop("sessions")
+    return lg
+
+
 def load_logs(d: str) -> list:
     logs = []
     for p in sorted(glob.glob(os.path.join(d, "*.json"))):
@@ -78,7 +87,7 @@ def load_logs(d: str) -> list:
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict) and doc.get("kind") == "taco-train":
-            logs.append(doc)
+            logs.append(upgrade_log(doc))
     return logs
 
 
