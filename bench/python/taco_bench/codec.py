@@ -37,6 +37,7 @@ from taco import codec as _codec
 from taco.errors import NotSupportedError, TacoError, check
 
 from . import options
+from .progress import Progress
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_GPU_COUNT = 1 << 28
@@ -236,8 +237,10 @@ def _time_memcpy(be, nbytes: int, warmup: int, iters: int) -> float:
 
 
 def run_gpu(be, count: int, dtypes: list[str], codecs: dict[str, int | None],
-            warmup: int, iters: int, log=print) -> dict:
-    """Every codec (name -> block size or None, codec_blocks) x dtype on the GPU backend `be`."""
+            warmup: int, iters: int, log=print, progress: Progress | None = None) -> dict:
+    """Every codec (name -> block size or None, codec_blocks) x dtype on the GPU backend `be`;
+    `progress` counts the (codec, dtype) pairs."""
+    bar = progress or Progress("bench codec", quiet=True)
     f, lib = _lib.ffi(), _lib.lib()
     x32 = laplace(count)
     rows, memcpy = [], {}
@@ -254,7 +257,7 @@ def run_gpu(be, count: int, dtypes: list[str], codecs: dict[str, int | None],
         ms = _time_memcpy(be, in_bytes, warmup, iters)
         memcpy[dk] = {"bytes": in_bytes, "ms": ms, "TBps": 2 * in_bytes / ms / 1e9}
         log(f"# memcpy D2D {dk}: {in_bytes} bytes in {ms:.3f} ms = {memcpy[dk]['TBps']:.3f} TB/s (read+write)")
-        for name, block in codecs.items():
+        for name, block in bar.each(codecs.items(), lambda item: f"{item[0]} {dk}"):
             c = _codec.find_codec(name, block)
             try:
                 wbytes = _codec.compressed_size(c, count, dname)
@@ -298,14 +301,17 @@ def run_gpu(be, count: int, dtypes: list[str], codecs: dict[str, int | None],
             "iters": iters, "warmup": warmup, "memcpy": memcpy, "rows": rows}
 
 
-def run_host(count: int, dtypes: list[str], codecs: dict[str, int | None]) -> dict:
-    """Every codec (name -> block size or None, codec_blocks) x dtype through the host codec."""
+def run_host(count: int, dtypes: list[str], codecs: dict[str, int | None],
+             progress: Progress | None = None) -> dict:
+    """Every codec (name -> block size or None, codec_blocks) x dtype through the host codec;
+    `progress` counts the (codec, dtype) pairs."""
+    bar = progress or Progress("bench codec", quiet=True)
     x32 = laplace(count)
     rows = []
     for dk in dtypes:
         dname = DTYPES[dk]
         x = x32.astype(_arrays.numpy_dtype(dname))
-        for name, block in codecs.items():
+        for name, block in bar.each(codecs.items(), lambda item: f"{item[0]} {dk}"):
             try:
                 t0 = time.perf_counter()
                 wire = _codec.compress(x, name, block=block)
@@ -377,14 +383,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     codecs = codec_blocks(args.codec, args.block)
     be = None if args.host else gpu_backend()
-    if be is None:
-        if not args.host:
-            print("# no GPU (or neither CuPy nor PyTorch): host codec accuracy table")
-        count = DEFAULT_HOST_COUNT if args.count is None else args.count
-        res = run_host(count, args.dtype, codecs)
-    else:
-        count = DEFAULT_GPU_COUNT if args.count is None else args.count
-        res = run_gpu(be, count, args.dtype, codecs, args.warmup, args.iters)
+    with Progress("bench codec", len(codecs) * len(args.dtype), "codec x dtype", quiet=args.quiet) as bar:
+        if be is None:
+            if not args.host:
+                print("# no GPU (or neither CuPy nor PyTorch): host codec accuracy table")
+            count = DEFAULT_HOST_COUNT if args.count is None else args.count
+            res = run_host(count, args.dtype, codecs, progress=bar)
+        else:
+            count = DEFAULT_GPU_COUNT if args.count is None else args.count
+            res = run_gpu(be, count, args.dtype, codecs, args.warmup, args.iters, log=bar.print, progress=bar)
     res["library"] = _lib.library_path()
     res["library_version"] = _lib.lib().tacoGetVersion()
     print(format_table(res))

@@ -49,6 +49,7 @@ from typing import Any
 from taco.comm import ALGOS
 
 from . import options
+from .progress import Progress
 
 OPS = ("allreduce", "reduce_scatter", "allgather", "alltoall")
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -388,11 +389,13 @@ def run(args: argparse.Namespace) -> int:
            f"{'max_err':>9} {'rms_err':>9} {'#diff':>5}")
     say(hdr)
     rows = []
-    for op in ops:
-        for size in sizes(args.minbytes, args.maxbytes, args.stepfactor):
+    cases = [(op, size) for op in ops for size in sizes(args.minbytes, args.maxbytes, args.stepfactor)
+             if (size // esz) // P * P > 0]
+    bar = Progress("bench coll", len(cases), "sizes", quiet=args.quiet or not lead)
+    say = bar.print if lead else say
+    with bar:
+        for op, size in bar.each(cases, lambda case: f"{case[0]} {case[1]} B"):
             count = (size // esz) // P * P
-            if count == 0:
-                continue
             nbytes = count * esz
             in_count = count // P if op == "allgather" else count
             out_count = count // P if op == "reduce_scatter" else count
@@ -499,8 +502,10 @@ def plot(rows: list[dict], meta: dict, path: str, bw_label: str = "busbw (GB/s, 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loopback", type=options.integer(1), default=None, metavar="N",
                    help="N ranks emulated on this GPU (default: torchrun / mpirun ranks, else 1)")
-    p.add_argument("-b", "--minbytes", type=options.count(1), default=1 << 10, help="smallest size (bytes; default 1K)")
-    p.add_argument("-e", "--maxbytes", type=options.count(1), default=64 << 20, help="largest size (bytes; default 64M)")
+    p.add_argument("-b", "--minbytes", type=options.count(1), default=1 << 10,
+                   help="smallest size (bytes; default 1K)")
+    p.add_argument("-e", "--maxbytes", type=options.count(1), default=64 << 20,
+                   help="largest size (bytes; default 64M)")
     p.add_argument("-f", "--stepfactor", type=options.integer(1), default=2,
                    help="size multiplier between steps (1: add minbytes at each step)")
     p.add_argument("-n", "--iters", type=options.integer(1), default=20, help="timed iterations per size")

@@ -10,6 +10,7 @@ import sys
 import time
 
 from .. import options
+from ..progress import Progress
 from .config import (ABLATIONS, BACKENDS, BASELINE, PRESETS, all_codecs, config_argv, library_codecs, make_config,
                      run_name)
 from .report import plot_dir, print_summary
@@ -76,7 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the step to capture (default: the last)")
     p.add_argument("--capture-tokens", type=positive, default=512, metavar="K",
                    help="token rows kept per tensor (default 512)")
-    p.add_argument("--quiet", action="store_true", help="no per-eval lines, no progress line")
+    p.add_argument("--quiet", action="store_true",
+                   help="no per-eval lines (the progress of a run), no progress line of the parallel sweep")
     options.add_common(p, quiet=False)
     g = p.add_argument_group("sweep / reports")
     g.add_argument("--sweep", action="store_true", help="baseline seeds + every codec, then the summary")
@@ -193,40 +195,44 @@ def _pending_runs(args, plan: list) -> list:
 def _parallel_sweep(args, plan: list) -> int:
     """The sweep's runs as worker processes (`python -m taco_bench train` with the run's own
     arguments, --resume, checkpointing), `--parallel` at a time, round-robin over `--gpus`;
-    then the summary. Each worker's output goes to DIR/<run>.log."""
+    then the summary. Each worker's output goes to DIR/<run>.log; a progress line counts the
+    finished runs on a terminal."""
     import subprocess
 
     gpus = [str(g) for g in args.gpus or []]
     todo = _pending_runs(args, plan)
     os.makedirs(args.out, exist_ok=True)
     t0, running, failed, k = time.time(), [], [], 0
-    while todo or running:
-        while todo and len(running) < args.parallel:
-            cfg = todo.pop(0)
-            argv = [sys.executable, "-m", "taco_bench", "train", *config_argv(cfg), "--out", args.out, "--resume",
-                    "--quiet", "--eval-every", str(args.eval_every),
-                    "--checkpoint-every", str(args.checkpoint_every or 500)]
-            if args.no_eval_exact:
-                argv.append("--no-eval-exact")
-            if args.time_limit is not None:
-                argv += ["--time-limit", repr(max(1.0, args.time_limit - (time.time() - t0)))]
-            env = dict(os.environ)
-            if gpus:
-                env["CUDA_VISIBLE_DEVICES"] = gpus[k % len(gpus)]
-            k += 1
-            logf = open(os.path.join(args.out, run_name(cfg) + ".log"), "w")
-            running.append((subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env), logf, cfg))
-            print(f"started {run_name(cfg)}" + (f" on GPU {env['CUDA_VISIBLE_DEVICES']}" if gpus else ""), flush=True)
-        time.sleep(0.2)
-        for job in list(running):
-            proc, logf, cfg = job
-            if proc.poll() is None:
-                continue
-            running.remove(job)
-            logf.close()
-            if proc.returncode != 0:
-                failed.append(run_name(cfg))
-                print(f"{run_name(cfg)}: exit code {proc.returncode} (see {logf.name})", flush=True)
+    with Progress("train sweep", len(todo), "runs finished", quiet=args.quiet) as bar:
+        while todo or running:
+            while todo and len(running) < args.parallel:
+                cfg = todo.pop(0)
+                argv = [sys.executable, "-m", "taco_bench", "train", *config_argv(cfg), "--out", args.out, "--resume",
+                        "--quiet", "--eval-every", str(args.eval_every),
+                        "--checkpoint-every", str(args.checkpoint_every or 500)]
+                if args.no_eval_exact:
+                    argv.append("--no-eval-exact")
+                if args.time_limit is not None:
+                    argv += ["--time-limit", repr(max(1.0, args.time_limit - (time.time() - t0)))]
+                env = dict(os.environ)
+                if gpus:
+                    env["CUDA_VISIBLE_DEVICES"] = gpus[k % len(gpus)]
+                k += 1
+                logf = open(os.path.join(args.out, run_name(cfg) + ".log"), "w")
+                running.append((subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env), logf, cfg))
+                bar.print(f"started {run_name(cfg)}" + (f" on GPU {env['CUDA_VISIBLE_DEVICES']}" if gpus else ""))
+            time.sleep(0.2)
+            bar.update(f"{len(running)} running")
+            for job in list(running):
+                proc, logf, cfg = job
+                if proc.poll() is None:
+                    continue
+                running.remove(job)
+                logf.close()
+                bar.step()
+                if proc.returncode != 0:
+                    failed.append(run_name(cfg))
+                    bar.print(f"{run_name(cfg)}: exit code {proc.returncode} (see {logf.name})")
     if failed:
         print(f"sweep: {len(failed)} run(s) failed: {', '.join(failed)}")
         return 1
