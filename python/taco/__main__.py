@@ -196,26 +196,35 @@ def _harness(words: tuple, argv: list[str]) -> int:
     return harness_main([_HARNESS[words], *argv], prog=parent)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Errors are one line, "python -m taco: error: ...", exit status 2 (argparse's), as the
+    harness's commands print theirs."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     for words in _HARNESS:
         if tuple(argv[:len(words)]) == words:
             return _harness(words, argv[len(words):])
-    parser = argparse.ArgumentParser(prog="python -m taco", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser = _Parser(prog="python -m taco", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", title="commands")
     sub.add_parser("info", help="library, header, NCCL, GPUs, codecs, TACO_* settings")
     bench = sub.add_parser("bench", help="benchmarks (taco_bench)")
-    bsub = bench.add_subparsers(dest="what", required=True)
+    bsub = bench.add_subparsers(dest="benchmark", title="benchmarks")
     bsub.add_parser("codec", help="codec speed vs memcpy and accuracy (see codec --help)")
     bsub.add_parser("coll", help="collectives vs the plain collective and a DIY FP8 baseline (see coll --help)")
     sub.add_parser("accuracy",
                    help="codec error on real tensor-parallel partial sums (taco_bench; see accuracy --help)")
     sub.add_parser("train", help="tensor-parallel training benchmark of the codecs (taco_bench; see train --help)")
     args = parser.parse_args(argv)
-    if args.cmd == "info":
+    if args.command == "info":
         return info()
-    parser.error("unknown command")  # the harness's commands were dispatched above
+    if args.command == "bench":  # the harness's commands were dispatched above: no benchmark was named
+        bench.error(f"choose a benchmark: {', '.join(bsub.choices)}")
+    parser.error(f"choose a command: {', '.join(sub.choices)}")
     return 2
 
 

@@ -19,11 +19,11 @@ def _run(*args):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--op", "bogus"], "--op: unknown collective(s) ['bogus']"),
-    (["-d", "fp64"], "-d/--dtype: unknown type 'fp64'"),
-    (["-b", "2M", "-e", "1M"], "-b/-e: need 0 < minbytes <= maxbytes"),
-    (["--loopback", "0"], "--loopback: need N >= 1"),
-    (["--algo", "twoshot"], "--algo: unknown AllReduce algorithm 'twoshot'; choose from auto, plain"),
+    (["--op", "bogus"], "argument --op: unknown collective 'bogus'"),
+    (["-d", "fp64"], "argument -d/--dtype: unknown dtype 'fp64'"),
+    (["-b", "2M", "-e", "1M"], "argument -b/--minbytes: 2097152 is more than -e/--maxbytes 1048576"),
+    (["--loopback", "0"], "argument --loopback: must be >= 1"),
+    (["--algo", "twoshot"], "argument --algo: unknown AllReduce algorithm 'twoshot' (choose from auto, plain"),
 ])
 def test_argument_errors(args, message):
     p = _run(*args)

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ml_dtypes")
 import numpy as np  # noqa: E402
 
-from taco_bench import ablations  # noqa: E402
+from taco_bench import ablations, options  # noqa: E402
 from taco_bench import accuracy as acc  # noqa: E402
 from taco_bench.train import collectives, config, data, loop, report  # noqa: E402
 from taco_bench.train import cli as train_cli  # noqa: E402
@@ -23,7 +23,7 @@ SMALL = "--preset tiny --corpus pydoc --layers 2 --eval-batches 1 --warmup 2 --d
 
 
 def cfg(extra=""):
-    p = argparse.ArgumentParser()
+    p = options.Parser()
     train_cli.add_arguments(p)
     a = p.parse_args((SMALL + " " + extra).split())
     if a.backend is None:

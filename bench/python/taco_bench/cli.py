@@ -9,6 +9,7 @@ import importlib
 import sys
 
 from . import __doc__ as _DOC
+from . import options
 
 # command -> (module, one-line help)
 COMMANDS = {
@@ -26,9 +27,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m taco_bench") -> i
     if argv and argv[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[argv[0]][0])
         return module.main(argv[1:], prog=f"{prog} {argv[0]}")
-    parser = argparse.ArgumentParser(prog=prog, description=_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="cmd", metavar="{" + ",".join(COMMANDS) + "}", required=True)
+    parser = options.Parser(prog=prog, description=_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", title="commands")
     for name, (_, what) in COMMANDS.items():
         sub.add_parser(name, help=what + " (see --help)")
-    parser.parse_args(argv)  # prints the help, or the error for an unknown command, and exits
-    return 2
+
+    def no_command(args: argparse.Namespace) -> int:  # a command would have been dispatched above
+        raise options.UsageError(f"choose a command: {', '.join(COMMANDS)}")
+    return options.run_command(parser, no_command, argv)

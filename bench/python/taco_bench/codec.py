@@ -1,7 +1,7 @@
 """python -m taco bench codec (taco_bench.codec): codec speed against the same run's device-to-device memcpy, and
 accuracy (NMSE) on Laplace-distributed data.
 
-    python -m taco bench codec [--count 2^28] [--dtype fp32,bf16,fp16] [--codec taco,...]
+    python -m taco bench codec [--count 2^28] [--dtype fp32,bf16,fp16] [--codec taco,...] [--block B]
                                [--iters 20] [--warmup 3] [--json out.json] [--host]
 
 With a GPU (CuPy if importable, else PyTorch): for every codec x dtype, compress
@@ -34,26 +34,14 @@ import numpy as np
 
 from taco import _arrays, _lib
 from taco import codec as _codec
-from taco.errors import NotSupportedError, check
+from taco.errors import NotSupportedError, TacoError, check
+
+from . import options
+from .progress import Progress
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_GPU_COUNT = 1 << 28
 DEFAULT_HOST_COUNT = 1 << 20
-
-
-def parse_count(s: str) -> int:
-    """'268435456', '2^28', '1<<28', '256M', '64K'."""
-    t = s.strip().replace(" ", "")
-    if "^" in t:
-        b, e = t.split("^")
-        return int(b) ** int(e)
-    if "<<" in t:
-        b, e = t.split("<<")
-        return int(b) << int(e)
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    if t and t[-1].lower() in mult:
-        return int(t[:-1]) * mult[t[-1].lower()]
-    return int(t)
 
 
 def laplace(count: int, seed: int = 0) -> np.ndarray:
@@ -219,8 +207,27 @@ def gpu_backend() -> Any | None:
 # ------------------------------------------------------------------ runs
 
 
-def _codec_list(names: list[str] | None) -> list[str]:
-    return names if names else _codec.codecs()
+def codec_blocks(codecs: list[str] | None, block: int | None) -> dict[str, int | None]:
+    """The block size each codec runs with (None: its own): `block` for the codecs that have
+    blocks. `codecs` None means every codec, and then the blockless ones (none, bf16) keep
+    theirs; a blockless codec named with a block, or a block the library refuses, is a
+    UsageError naming --block."""
+    named = codecs is not None
+    out: dict[str, int | None] = {}
+    for name in codecs if named else _codec.codecs():
+        if block is not None and _codec.codec_info(name)["block_size"] == 0:
+            if named:
+                raise options.UsageError(f"argument --block: codec {name!r} has no blocks "
+                                         f"(--block applies to block codecs only)")
+            out[name] = None
+            continue
+        if block is not None:
+            try:
+                _codec.codec_info(name, block=block)
+            except TacoError as e:
+                raise options.UsageError(f"argument --block: {options.library_detail(e)}") from None
+        out[name] = block
+    return out
 
 
 def _time_memcpy(be, nbytes: int, warmup: int, iters: int) -> float:
@@ -229,8 +236,11 @@ def _time_memcpy(be, nbytes: int, warmup: int, iters: int) -> float:
     return be.time_ms(lambda: be.memcpy(dst, src, nbytes), warmup, iters)
 
 
-def run_gpu(be, count: int, dtypes: list[str], codecs: list[str], block: int | None,
-            warmup: int, iters: int, log=print) -> dict:
+def run_gpu(be, count: int, dtypes: list[str], codecs: dict[str, int | None],
+            warmup: int, iters: int, log=print, progress: Progress | None = None) -> dict:
+    """Every codec (name -> block size or None, codec_blocks) x dtype on the GPU backend `be`;
+    `progress` counts the (codec, dtype) pairs."""
+    bar = progress or Progress("bench codec", quiet=True)
     f, lib = _lib.ffi(), _lib.lib()
     x32 = laplace(count)
     rows, memcpy = [], {}
@@ -247,7 +257,7 @@ def run_gpu(be, count: int, dtypes: list[str], codecs: list[str], block: int | N
         ms = _time_memcpy(be, in_bytes, warmup, iters)
         memcpy[dk] = {"bytes": in_bytes, "ms": ms, "TBps": 2 * in_bytes / ms / 1e9}
         log(f"# memcpy D2D {dk}: {in_bytes} bytes in {ms:.3f} ms = {memcpy[dk]['TBps']:.3f} TB/s (read+write)")
-        for name in codecs:
+        for name, block in bar.each(codecs.items(), lambda item: f"{item[0]} {dk}"):
             c = _codec.find_codec(name, block)
             try:
                 wbytes = _codec.compressed_size(c, count, dname)
@@ -291,13 +301,17 @@ def run_gpu(be, count: int, dtypes: list[str], codecs: list[str], block: int | N
             "iters": iters, "warmup": warmup, "memcpy": memcpy, "rows": rows}
 
 
-def run_host(count: int, dtypes: list[str], codecs: list[str], block: int | None) -> dict:
+def run_host(count: int, dtypes: list[str], codecs: dict[str, int | None],
+             progress: Progress | None = None) -> dict:
+    """Every codec (name -> block size or None, codec_blocks) x dtype through the host codec;
+    `progress` counts the (codec, dtype) pairs."""
+    bar = progress or Progress("bench codec", quiet=True)
     x32 = laplace(count)
     rows = []
     for dk in dtypes:
         dname = DTYPES[dk]
         x = x32.astype(_arrays.numpy_dtype(dname))
-        for name in codecs:
+        for name, block in bar.each(codecs.items(), lambda item: f"{item[0]} {dk}"):
             try:
                 t0 = time.perf_counter()
                 wire = _codec.compress(x, name, block=block)
@@ -349,32 +363,35 @@ def format_table(res: dict) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--count", type=parse_count, default=None,
+    p.add_argument("--count", type=options.count(1), default=None,
                    help="elements (e.g. 2^28, 1<<20, 256M); default 2^28 on a GPU, 2^20 on the host")
-    p.add_argument("--dtype", default="fp32,bf16,fp16", help="comma list of fp32, bf16, fp16")
-    p.add_argument("--codec", default=None, help="comma list of codec specs (default: every codec)")
-    p.add_argument("--block", type=int, default=None, help="block size for every codec (default: each codec's)")
-    p.add_argument("--iters", type=int, default=20, help="timed iterations (median reported)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
+    p.add_argument("--dtype", type=options.one_of(DTYPES, "dtype"), default=list(DTYPES),
+                   help="comma list of fp32, bf16, fp16 (default all three)")
+    p.add_argument("--codec", type=options.codec_specs, default=None,
+                   help="comma list of codec specs, name[:block=N] (default: every codec)")
+    p.add_argument("--block", type=options.integer(), default=None,
+                   help="block size for the codecs that have blocks (a power of two in [32, 1024]; default: "
+                        "each codec's); with the default codec list none and bf16 keep theirs, a blockless "
+                        "codec named in --codec is an error")
+    p.add_argument("--iters", type=options.integer(1), default=20, help="timed iterations (median reported)")
+    p.add_argument("--warmup", type=options.integer(0), default=3, help="untimed iterations first")
     p.add_argument("--host", action="store_true", help="run the CPU codec even when a GPU exists")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    options.add_common(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
-    bad = [d for d in dtypes if d not in DTYPES]
-    if bad:
-        print(f"unknown dtype(s) {bad}: use fp32, bf16, fp16", file=sys.stderr)
-        return 2
-    codecs = _codec_list([c.strip() for c in args.codec.split(",")] if args.codec else None)
+    codecs = codec_blocks(args.codec, args.block)
     be = None if args.host else gpu_backend()
-    if be is None:
-        if not args.host:
-            print("# no GPU (or neither CuPy nor PyTorch): host codec accuracy table")
-        res = run_host(args.count or DEFAULT_HOST_COUNT, dtypes, codecs, args.block)
-    else:
-        res = run_gpu(be, args.count or DEFAULT_GPU_COUNT, dtypes, codecs, args.block,
-                      args.warmup, args.iters)
+    with Progress("bench codec", len(codecs) * len(args.dtype), "codec x dtype", quiet=args.quiet) as bar:
+        if be is None:
+            if not args.host:
+                print("# no GPU (or neither CuPy nor PyTorch): host codec accuracy table")
+            count = DEFAULT_HOST_COUNT if args.count is None else args.count
+            res = run_host(count, args.dtype, codecs, progress=bar)
+        else:
+            count = DEFAULT_GPU_COUNT if args.count is None else args.count
+            res = run_gpu(be, count, args.dtype, codecs, args.warmup, args.iters, log=bar.print, progress=bar)
     res["library"] = _lib.library_path()
     res["library_version"] = _lib.lib().tacoGetVersion()
     print(format_table(res))
@@ -386,9 +403,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m taco_bench codec") -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = options.Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    return run(p.parse_args(argv))
+    return options.run_command(p, run, argv)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ from typing import Any
 
 from taco.comm import ALGOS
 
-from .codec import parse_count
+from . import options
+from .progress import Progress
 
 OPS = ("allreduce", "reduce_scatter", "allgather", "alltoall")
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -353,23 +354,9 @@ def sizes(b: int, e: int, f: int) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    ops = [o.strip() for o in args.op.split(",") if o.strip()]
-    bad = [o for o in ops if o not in OPS]
-    if bad:
-        print(f"--op: unknown collective(s) {bad}; choose from {', '.join(OPS)}", file=sys.stderr)
-        return 2
-    if args.dtype not in DTYPES:
-        print(f"-d/--dtype: unknown type {args.dtype!r}; choose from {', '.join(DTYPES)}", file=sys.stderr)
-        return 2
-    if args.minbytes > args.maxbytes or args.minbytes <= 0:
-        print(f"-b/-e: need 0 < minbytes <= maxbytes (got {args.minbytes}, {args.maxbytes})", file=sys.stderr)
-        return 2
-    if args.loopback is not None and args.loopback < 1:
-        print(f"--loopback: need N >= 1 ranks (got {args.loopback})", file=sys.stderr)
-        return 2
-    if args.algo is not None and args.algo not in ALGOS:
-        print(f"--algo: unknown AllReduce algorithm {args.algo!r}; choose from {', '.join(ALGOS)}", file=sys.stderr)
-        return 2
+    ops = args.op
+    if args.minbytes > args.maxbytes:
+        raise options.UsageError(f"argument -b/--minbytes: {args.minbytes} is more than -e/--maxbytes {args.maxbytes}")
     try:
         import torch
     except ImportError:
@@ -378,7 +365,7 @@ def run(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available():
         print("python -m taco bench coll: no CUDA GPU visible to PyTorch", file=sys.stderr)
         return 2
-    codecs = [c.strip() for c in args.codec.split(",") if c.strip() and c.strip() != "none"]
+    codecs = [c for c in args.codec if c != "none"]
     dname = DTYPES[args.dtype]
     tdt = getattr(torch, dname)
     esz = torch.tensor([], dtype=tdt).element_size()
@@ -402,11 +389,13 @@ def run(args: argparse.Namespace) -> int:
            f"{'max_err':>9} {'rms_err':>9} {'#diff':>5}")
     say(hdr)
     rows = []
-    for op in ops:
-        for size in sizes(args.minbytes, args.maxbytes, args.stepfactor):
+    cases = [(op, size) for op in ops for size in sizes(args.minbytes, args.maxbytes, args.stepfactor)
+             if (size // esz) // P * P > 0]
+    bar = Progress("bench coll", len(cases), "sizes", quiet=args.quiet or not lead)
+    say = bar.print if lead else say
+    with bar:
+        for op, size in bar.each(cases, lambda case: f"{case[0]} {case[1]} B"):
             count = (size // esz) // P * P
-            if count == 0:
-                continue
             nbytes = count * esz
             in_count = count // P if op == "allgather" else count
             out_count = count // P if op == "reduce_scatter" else count
@@ -511,37 +500,44 @@ def plot(rows: list[dict], meta: dict, path: str, bw_label: str = "busbw (GB/s, 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--loopback", type=int, default=None, metavar="N",
+    p.add_argument("--loopback", type=options.integer(1), default=None, metavar="N",
                    help="N ranks emulated on this GPU (default: torchrun / mpirun ranks, else 1)")
-    p.add_argument("-b", "--minbytes", type=parse_count, default=parse_count("1K"), help="smallest size (bytes)")
-    p.add_argument("-e", "--maxbytes", type=parse_count, default=parse_count("64M"), help="largest size (bytes)")
-    p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier between steps")
-    p.add_argument("-n", "--iters", type=int, default=20, help="timed iterations per size")
-    p.add_argument("-w", "--warmup", type=int, default=5, help="untimed iterations first")
-    p.add_argument("-c", "--check", type=int, default=1, help="1: check results against the exact sum")
-    p.add_argument("-d", "--dtype", default="fp32", help="fp32, bf16 or fp16")
-    p.add_argument("-G", "--graph", type=int, default=0, metavar="N",
+    p.add_argument("-b", "--minbytes", type=options.count(1), default=1 << 10,
+                   help="smallest size (bytes; default 1K)")
+    p.add_argument("-e", "--maxbytes", type=options.count(1), default=64 << 20,
+                   help="largest size (bytes; default 64M)")
+    p.add_argument("-f", "--stepfactor", type=options.integer(1), default=2,
+                   help="size multiplier between steps (1: add minbytes at each step)")
+    p.add_argument("-n", "--iters", type=options.integer(1), default=20, help="timed iterations per size")
+    p.add_argument("-w", "--warmup", type=options.integer(0), default=5, help="untimed iterations first")
+    p.add_argument("-c", "--check", type=options.integer(0), choices=(0, 1), default=1,
+                   help="1: check results against the exact sum")
+    p.add_argument("-d", "--dtype", type=options.choice(DTYPES, "dtype"), default="fp32", help="fp32, bf16 or fp16")
+    p.add_argument("-G", "--graph", type=options.integer(0), default=0, metavar="N",
                    help="capture N calls into a CUDA graph and time replays (0: plain launches)")
-    p.add_argument("--op", default="allreduce", help=f"comma list of {', '.join(OPS)}")
-    p.add_argument("--codec", default="taco", help="comma list of codec specs (plain 'none' is always measured)")
-    p.add_argument("--algo", default=None, metavar="NAME",
+    p.add_argument("--op", type=options.one_of(OPS, "collective"), default=["allreduce"],
+                   help=f"comma list of {', '.join(OPS)} (default allreduce)")
+    p.add_argument("--codec", type=options.codec_specs, default=["taco"],
+                   help="comma list of codec specs (default taco; plain 'none' is always measured)")
+    p.add_argument("--algo", type=options.choice(ALGOS, "AllReduce algorithm"), default=None, metavar="NAME",
                    help=f"AllReduce algorithm of the codecs' communicators: {', '.join(ALGOS)} (default: "
                         f"TACO_ALGO, else auto); the plain collective always runs plain")
     p.add_argument("--diy", dest="diy", action="store_true", default=True,
                    help="measure the do-it-yourself FP8 baseline (AllReduce; default on)")
     p.add_argument("--no-diy", dest="diy", action="store_false")
-    p.add_argument("--fallback-bytes", type=parse_count, default=None,
+    p.add_argument("--fallback-bytes", type=options.count(0), default=None,
                    help="communicator fallback threshold (default: TACO_FALLBACK_BYTES or the library's)")
-    p.add_argument("--chunk-bytes", type=parse_count, default=None, help="pipeline chunk size")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk-bytes", type=options.count(1), default=None, help="pipeline chunk size")
+    p.add_argument("--seed", type=options.integer(0), default=0)
     p.add_argument("--plot", default=None, metavar="PNG", help="write busbw and speedup vs size (matplotlib)")
     p.add_argument("-J", "--json", default=None, metavar="PATH", help="also write the rows as JSON")
+    options.add_common(p)
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m taco_bench coll") -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = options.Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    return run(p.parse_args(argv))
+    return options.run_command(p, run, argv)
 
 
 if __name__ == "__main__":
