@@ -91,33 +91,58 @@ __device__ __forceinline__ Who who(const PeerLaunch& L) {
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
 // ahead; tiles that cannot be staged take the general load).
 template <typename T, int FMT>
-__device__ __forceinline__ void compressPiece(Args& a, const Who& w) {
+__device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  a.vec = aligned16Dev(a.x) && aligned16Dev(a.out);
   if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
   genericCompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
 }
 
+// Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
 template <typename T, int MODE, int FMT>
-__device__ __forceinline__ void sumPiece(Args& a, const Who& w) {
+__device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  bool ok = true;
-  a.vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out);
-  for (int q = 0; q < a.in.n; ++q) {
-    ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
-    a.vec = a.vec && aligned16Dev(a.in.ptr[q]);
-  }
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
-  if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr && ok)
+  if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
+      inputsOk)
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
   else
-    generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, ok);
+    generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
+}
+
+// The codec arguments of the piece a CTA works on live in shared memory: thread 0 fills
+// them, every thread reads them. (A copy per thread would sit in local memory, since
+// its input array is indexed at run time.)
+struct PieceArgs {
+  Args a;
+  int inputsOk;
+};
+
+// Every thread of the CTA calls it: thread 0 sets up sp for piece `w` (pointers by `fill`),
+// computes vec and the input header check; on return every thread sees the result.
+template <class Fill>
+__device__ __forceinline__ void preparePiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
+  __syncthreads();  // every thread is done with the previous piece
+  if (threadIdx.x == 0) {
+    sp.a = L.proto;
+    setPiece(sp.a, w);
+    fill(sp.a);
+    Args& a = sp.a;
+    bool vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out), ok = true;
+    for (int q = 0; q < a.in.n; ++q) {
+      ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+      vec = vec && aligned16Dev(a.in.ptr[q]);
+    }
+    a.vec = vec;
+    sp.inputsOk = ok;
+  }
+  __syncthreads();
 }
 
 template <typename T, int FMT>
 __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
+  __shared__ PieceArgs sp;
   const Who w = who(L);
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
@@ -129,51 +154,55 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
   const char* send = static_cast<const char*>(L.send[g]);
   char* recv = static_cast<char*>(L.recv[g]);
   const size_t eb = sizeof(T);
-  Args a = L.proto;
 
   if (L.algo == tacoAlgoFused) {
     for (int k = 1; k < P; ++k) {  // A. compress the peers' pieces into their scratch
       const int j = (r + k) % P;
       if (L.wire[j].count == 0) continue;
-      setPiece(a, L.wire[j]);
-      a.x = send + L.pieceOff[j] * eb;
-      a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, parity, r));
-      compressPiece<T, FMT>(a, w);
+      preparePiece(sp, L, L.wire[j], [&](Args& a) {
+        a.x = send + L.pieceOff[j] * eb;
+        a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, parity, r));
+      });
+      compressPiece<T, FMT>(sp.a, w);
     }
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, epoch + 1);
     if (peer::ctaWaitRanks(mine, 0, P, r, epoch + 1, guard)) {  // B. reduce our piece
       if (L.wire[r].count > 0) {
-        setPiece(a, L.wire[r]);
-        for (int j = 0; j < P; ++j)
-          if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, parity, j);
-        a.x = send + L.pieceOff[r] * eb;
-        a.y = recv + L.pieceOff[r] * eb;
-        a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, r));
-        sumPiece<T, kReduceCompress, FMT>(a, w);
+        preparePiece(sp, L, L.wire[r], [&](Args& a) {
+          for (int j = 0; j < P; ++j)
+            if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, parity, j);
+          a.x = send + L.pieceOff[r] * eb;
+          a.y = recv + L.pieceOff[r] * eb;
+          a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, r));
+        });
+        sumPiece<T, kReduceCompress, FMT>(sp.a, w, sp.inputsOk);
       }
       peer::ctaArrive(L.base, P, r, r, 1, w.ctas, epoch + 1);
       if (peer::ctaWaitRanks(mine, 1, P, r, epoch + 1, guard)) {  // C. decode the peers' reduced pieces
         for (int k = 1; k < P; ++k) {
           const int j = (r + k) % P;
           if (L.wire[j].count == 0) continue;
-          setPiece(a, L.wire[j]);
-          a.in.ptr[a.in.n++] = slotOf(L, j, parity, j);
-          a.y = recv + L.pieceOff[j] * eb;
-          sumPiece<T, kAccumulate, FMT>(a, w);
+          preparePiece(sp, L, L.wire[j], [&](Args& a) {
+            a.in.ptr[a.in.n++] = slotOf(L, j, parity, j);
+            a.y = recv + L.pieceOff[j] * eb;
+          });
+          sumPiece<T, kAccumulate, FMT>(sp.a, w, sp.inputsOk);
         }
       }
     }
   } else {  // one-shot
-    setPiece(a, L.wire[0]);
-    a.x = send + L.pieceOff[0] * eb;
-    a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, 0));
-    compressPiece<T, FMT>(a, w);
+    preparePiece(sp, L, L.wire[0], [&](Args& a) {
+      a.x = send + L.pieceOff[0] * eb;
+      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, 0));
+    });
+    compressPiece<T, FMT>(sp.a, w);
     peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, epoch + 1);
     if (peer::ctaWaitRanks(mine, 0, P, -1, epoch + 1, guard)) {
-      setPiece(a, L.wire[0]);
-      for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, parity, 0);
-      a.y = recv + L.pieceOff[0] * eb;
-      sumPiece<T, kAccumulate, FMT>(a, w);
+      preparePiece(sp, L, L.wire[0], [&](Args& a) {
+        for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, parity, 0);
+        a.y = recv + L.pieceOff[0] * eb;
+      });
+      sumPiece<T, kAccumulate, FMT>(sp.a, w, sp.inputsOk);
     }
   }
   peer::ctaFinish(mine, w.ctas, epoch);
