@@ -254,8 +254,12 @@ cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
     *perSm = it->second;
     return cudaSuccess;
   }
-  e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+  // Always opt in: the kernel's static shared memory (PieceArgs) counts against the default
+  // 48 KB, which a 48 KB staging area alone would otherwise just fit.
+  e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           (int)smem);
   if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(perSm, kernel, kThreads, smem);
+  if (e == cudaSuccess && *perSm < 1) e = cudaErrorCooperativeLaunchTooLarge;
   if (e == cudaSuccess) cache[key] = *perSm;
   return e;
 }
