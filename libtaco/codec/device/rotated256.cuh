@@ -146,7 +146,8 @@ __device__ __forceinline__ void rotated256CompressBlock(const Args& a, size_t bl
 #pragma unroll
     for (int q = 0; q < 8; ++q) words[12 * q + t] = int6Word(encodeWord<FMT>(&v[4 * q], qs.inv));
     __syncwarp();
-    const uint4 lo = *reinterpret_cast<const uint4*>(words + 12 * t), hi = *reinterpret_cast<const uint4*>(words + 12 * t + 4);
+    const uint4* mine = reinterpret_cast<const uint4*>(words + 12 * t);
+    const uint4 lo = mine[0], hi = mine[1];
     const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
     uint32_t o[6];
     packInt6Quad(w, o);
@@ -293,8 +294,9 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const float* w = &v[16 * r];
-      *reinterpret_cast<uint4*>(codes + 64 * r) = make_uint4(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv),
-                                                             encodeWord<FMT>(w + 8, qs.inv), encodeWord<FMT>(w + 12, qs.inv));
+      *reinterpret_cast<uint4*>(codes + 64 * r) =
+          make_uint4(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv), encodeWord<FMT>(w + 8, qs.inv),
+                     encodeWord<FMT>(w + 12, qs.inv));
     }
   }
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
