@@ -1,5 +1,5 @@
 """The one-line drop-in: a process-wide default communicator and module-level
-collectives (DESIGN §6).
+collectives (docs/design.md §3; docs/api.md).
 
     import taco
     taco.init()                          # mpi4py's COMM_WORLD, or torchrun's process group
