@@ -28,8 +28,7 @@ __device__ __forceinline__ uint32_t nWarps32() { return (gridDim.x * blockDim.x)
 
 template <typename T, int MODE, int FMT>
 __global__ void __launch_bounds__(kThreads, MODE == kCompress && sizeof(T) == 4 ? 3 : 2) rotated256Kernel(const Args a) {
-  static_assert(MODE != kReduceCompress && FMT != kFmtInt4 && FMT != kFmtInt6,
-                "no B = 256 fast path for this kernel");
+  static_assert(MODE != kReduceCompress && FMT != kFmtInt4, "no B = 256 fast path for this kernel");
   const int lane = threadIdx.x & 31, t = lane & 7, g = lane >> 3;
   const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const size_t nWarps = ((size_t)gridDim.x * blockDim.x) >> 5;
@@ -81,6 +80,7 @@ KernelFn rotated256KernelFor(int fmt) {
   switch (fmt) {
     case kFmtE4M3: return rotated256Kernel<T, MODE, kFmtE4M3>;
     case kFmtE5M2: return rotated256Kernel<T, MODE, kFmtE5M2>;
+    case kFmtInt6: return rotated256Kernel<T, MODE, kFmtInt6>;
     default: return rotated256Kernel<T, MODE, kFmtInt8>;
   }
 }

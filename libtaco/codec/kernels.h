@@ -13,7 +13,7 @@ namespace dev {
 using KernelFn = void (*)(const Args);
 
 // rotated256Kernel (B = 256, rotated codecs, compress and plain decompress): fmt
-// kFmtE4M3, kFmtE5M2 or kFmtInt8 (anything else takes the INT8 kernel).
+// kFmtE4M3, kFmtE5M2, kFmtInt6 or kFmtInt8 (anything else takes the INT8 kernel).
 template <typename T, int MODE>
 KernelFn rotated256KernelFor(int fmt);
 

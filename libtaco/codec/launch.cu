@@ -112,7 +112,7 @@ int ctasPerSm(bool blocked, bool rotated256Path) {
 }
 
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
-// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4 and INT6.
+// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4.
 template <typename T, int MODE>
 KernelFn blockKernel(tacoDataType_t dtype, int fmt, bool fastPath, size_t& smem) {
   if constexpr (MODE != kReduceCompress) {

@@ -98,7 +98,7 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
 
 @pytest.mark.parametrize("codec,dtype", [("taco", BF16), ("taco", np.dtype(np.float32)),
                                          ("fp8-block", np.dtype(np.float16)), ("int8-hadamard", BF16),
-                                         ("int6-hadamard", BF16)])
+                                         ("int6-hadamard", BF16), ("int6-hadamard", np.dtype(np.float32))])
 def test_gpu_matches_host_at_2_28(cupy, codec, dtype):
     n = (1 << 28) + 3
     rng = cupy.random.default_rng(1)
@@ -166,26 +166,52 @@ def test_host_pointer_to_device_call_is_rejected(cupy):
     assert "not device memory" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
 
 
-@pytest.mark.parametrize("codec", ["taco", "int8-hadamard", "fp8-block"])
+@pytest.mark.parametrize("codec", ["taco", "int8-hadamard", "fp8-block", "int6-hadamard"])
 @pytest.mark.parametrize("dtype", [BF16, np.dtype(np.float32)], ids=str)
 def test_mismatched_header_decompresses_to_nan(cupy, codec, dtype):
     # The device kernels cannot return an error without a host synchronisation, so a
     # header that does not match (here: a bad magic, and a wire of another codec) makes
-    # them write NaN over the whole output (docs/format.md). taco and int8-hadamard at
-    # B = 256 with aligned buffers run the rotated kernel, fp8-block the general one.
+    # them write NaN over the whole output (docs/format.md). taco, int8-hadamard and
+    # int6-hadamard at B = 256 with aligned buffers run the rotated kernel, fp8-block the
+    # general one.
     n = 8 * 1024 + 5
     x = data(n, dtype, seed=3, special=False)
     wire = taco.compress(x, codec)
     bad = wire.copy()
     bad[0] ^= 0xFF                                                  # magic
-    other = taco.compress(x, {"taco": "taco-e5m2"}.get(codec, "int8-block"))  # same layout, other codec id
-    assert other.nbytes == wire.nbytes
-    for w in (bad, other):
+    wrong = [bad]
+    if codec != "int6-hadamard":                                    # no other codec has INT6's layout
+        other = taco.compress(x, {"taco": "taco-e5m2"}.get(codec, "int8-block"))  # same layout, other codec id
+        assert other.nbytes == wire.nbytes
+        wrong.append(other)
+    for w in wrong:
         y = from_dev(cupy, taco.decompress(cupy.asarray(w), codec, n, dtype), dtype)
         assert np.isnan(y.astype(np.float32)).all()
     # the good wire still decodes as on the host (the same kernel, right after)
     y = from_dev(cupy, taco.decompress(cupy.asarray(wire), codec, n, dtype), dtype)
     assert same_bits(y, taco.decompress(wire, codec, n, dtype))
+
+
+def tile_boundary_cases():
+    for codec in ("int6-hadamard", "int8-hadamard"):
+        for dtype in DTYPES:
+            for n in (16 * 2048, 9 * 1024, 41 * 256, 41 * 256 + 5):
+                yield codec, dtype, n
+        yield codec, np.dtype(np.float16), 40 * 2**20 + 3 * 256  # once (bf16 has the 2^28 test)
+
+
+@pytest.mark.parametrize("codec,dtype,n", list(tile_boundary_cases()), ids=str)
+def test_gpu_rotated256_tile_boundaries(cupy, codec, dtype, n):
+    # B = 256 with aligned buffers: the rotated kernels take whole tiles (4 blocks; the
+    # 16-bit compress 8) and the general path the last partial one, at counts that are
+    # multiples of 2,048, of 1,024 only, of 256 only and of none; the largest has
+    # several tiles per warp (16-bit compress and decompress: the pipelines' slots wrap).
+    x = data(n, dtype, seed=n % 1000)
+    wire_h = taco.compress(x, codec)
+    wire_d = taco.compress(to_dev(cupy, x), codec, dtype=str(np.dtype(dtype)) if dtype == BF16 else None)
+    assert np.array_equal(cupy.asnumpy(wire_d), wire_h), "GPU wire differs from the CPU twin"
+    yd = taco.decompress(cupy.asarray(wire_h), codec, n, dtype)
+    assert same_bits(from_dev(cupy, yd, dtype), taco.decompress(wire_h, codec, n, dtype))
 
 
 def exponent_sweep(dtype, nblocks=256, seed=7):

@@ -5,7 +5,8 @@
 // shuffles. The tile loops take their warp's place in a partition (warp of nWarps)
 // and assume kThreads threads per CTA and the dynamic shared memory of
 // device/args.h's rotated256*SmemBytes. Tiles not wholly inside `count` fall back to
-// the generic path (block_generic.cuh).
+// the generic path (block_generic.cuh). Code formats: a byte per code, and INT6 (the
+// same math; only the packed stores and loads differ).
 #pragma once
 #include <type_traits>
 
@@ -38,6 +39,7 @@ constexpr int kXposeGroup = 72;           // 16-byte units of a block's transpos
 constexpr int kCompressDepth = 2;         // tiles in flight per warp (compress)
 constexpr int kDecompressDepth = 3;       // (decompress)
 constexpr int kCodesGroup = 16;           // a block's codes, in 16-byte units
+constexpr int kInt6CodesGroup = 12;       // (INT6: 192 bytes, within the same slot)
 // a decompress slot: every warp's codes (row-aligned), then (alpha, s) per block
 constexpr int kDecompressSlot = kWarps * 4 * kCodesGroup + kWarps * 4 * 8 / 16;
 
@@ -119,24 +121,45 @@ __device__ __forceinline__ float readStagedPrescaled(const Args& a, const char* 
   return prescale(a, v, m0, bad, LANES, lift);
 }
 
-// Compress of one staged fp32 block (eight lanes); row / col are this lane's
-// transposition bases.
+// Compress of one staged fp32 block (eight lanes); buf is the block's transposition
+// buffer.
 template <typename T, int FMT>
 __device__ __forceinline__ void rotated256CompressBlock(const Args& a, size_t block, int t, const char* area, uint32_t in,
-                                              float4* row, const float4* col) {
+                                              float4* buf) {
   float v[kPerThread];
   bool bad;
   float lift;
   float alpha = readStagedPrescaled<T, kLanes>(a, area, in, v, bad, lift);
-  transposedFwht(v, row, col);
+  transposedFwht(v, buf + 9 * t, buf + t);
   float m = 0.0f;
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
-  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 4 * t;
+  if constexpr (FMT == kFmtInt6) {
+    // Four codes per q are 3 bytes at 24q + 3t: too narrow to store. The packed words go
+    // back through the buffer (word 12q + t, the block's run offset by 8g words so that
+    // the warp's four blocks hit different banks), and lane t stores positions
+    // 32t .. 32t + 31, 24 bytes at an 8-byte aligned offset (a block's codes are 192).
+    uint32_t* words = reinterpret_cast<uint32_t*>(buf) + 8 * ((threadIdx.x >> 3) & 3);
+    __syncwarp();  // every lane has read its transposed values
 #pragma unroll
-  for (int q = 0; q < 8; ++q) *reinterpret_cast<uint32_t*>(codes + 32 * q) = encodeWord<FMT>(&v[4 * q], qs.inv);
+    for (int q = 0; q < 8; ++q) words[12 * q + t] = int6Word(encodeWord<FMT>(&v[4 * q], qs.inv));
+    __syncwarp();
+    const uint4* mine = reinterpret_cast<const uint4*>(words + 12 * t);
+    const uint4 lo = mine[0], hi = mine[1];
+    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    uint32_t o[6];
+    packInt6Quad(w, o);
+    packInt6Quad(w + 4, o + 3);
+    uint2* codes = reinterpret_cast<uint2*>(a.out + TACO_HEADER_BYTES + block * 192 + 24 * t);
+#pragma unroll
+    for (int k = 0; k < 3; ++k) codes[k] = make_uint2(o[2 * k], o[2 * k + 1]);
+  } else {
+    uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 4 * t;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) *reinterpret_cast<uint32_t*>(codes + 32 * q) = encodeWord<FMT>(&v[4 * q], qs.inv);
+  }
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 
@@ -174,7 +197,7 @@ __device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t wa
       __syncwarp();  // the other lanes' copies have landed too
       float4* buf = reinterpret_cast<float4*>(group + s * kCompressSlotUnits);
       rotated256CompressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
-                            readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf + 9 * t, buf + t);
+                            readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf);
     } else {
       compressBlockTile<T, FMT>(a, block, t, nullptr);
     }
@@ -253,12 +276,28 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
   }
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
-  uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
+  if constexpr (FMT == kFmtInt6) {
+    // 16 consecutive codes per r: 12 bytes at 48r + 12t (4-byte aligned; a block's codes are 192)
+    uint32_t* codes = reinterpret_cast<uint32_t*>(a.out + TACO_HEADER_BYTES + block * 192 + 12 * t);
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const float* w = &v[16 * r];
-    *reinterpret_cast<uint4*>(codes + 64 * r) = make_uint4(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv),
-                                                           encodeWord<FMT>(w + 8, qs.inv), encodeWord<FMT>(w + 12, qs.inv));
+    for (int r = 0; r < 4; ++r) {
+      const float* w = &v[16 * r];
+      const uint32_t words[4] = {int6Word(encodeWord<FMT>(w, qs.inv)), int6Word(encodeWord<FMT>(w + 4, qs.inv)),
+                                 int6Word(encodeWord<FMT>(w + 8, qs.inv)), int6Word(encodeWord<FMT>(w + 12, qs.inv))};
+      uint32_t o[3];
+      packInt6Quad(words, o);
+#pragma unroll
+      for (int k = 0; k < 3; ++k) codes[12 * r + k] = o[k];
+    }
+  } else {
+    uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float* w = &v[16 * r];
+      *reinterpret_cast<uint4*>(codes + 64 * r) =
+          make_uint4(encodeWord<FMT>(w, qs.inv), encodeWord<FMT>(w + 4, qs.inv), encodeWord<FMT>(w + 8, qs.inv),
+                     encodeWord<FMT>(w + 12, qs.inv));
+    }
   }
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
@@ -312,8 +351,9 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t wa
 
 // Plain decompress (one input, no exact input, aligned pointers): each lane stages its
 // own 32 codes (units 2t and 2t + 1 of its block's 16, the pair swapped on lanes 4..7 so
-// that reads are conflict-free) and lane 0 its block's scales, D - 1 tiles ahead. The
-// next tile's codes and scales are read into registers while this tile is rotated, so
+// that reads are conflict-free; INT6: 24 bytes) and lane 0 its block's scales, D - 1
+// tiles ahead. The next tile's codes and scales are read into registers while this
+// tile is rotated, so
 // that the shared-memory latency is not on the path of every tile (4 warps per
 // scheduler cannot hide it). Tiles of 4 blocks: warp, warp + nWarps, ... (warp of
 // nWarps in the partition).
@@ -335,21 +375,43 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
   const uint8_t* in = static_cast<const uint8_t*>(a.in.ptr[0]);
   const float* sc = reinterpret_cast<const float*>(in + a.scalesOffset);
   const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  // INT6: lane t's 32 codes are 24 bytes at 24t of the block's 192, staged at 24t of a
+  // 12-unit region (LDS.64 reads conflict-free); 16 + 24t is 16-byte aligned for even t,
+  // so one 16-byte and one 8-byte copy each
+  auto int6CodesAt = [&](int slot) {
+    return reinterpret_cast<char*>(stagingArea + slot * kDecompressSlot + b * kInt6CodesGroup) + 24 * t;
+  };
   auto stage = [&](uint32_t tile, int slot) {
     const size_t block = (size_t)tile * 4 + g;
-    const uint8_t* src = in + TACO_HEADER_BYTES + block * 256 + 32 * t;
-    cpAsync(codesAt(slot) + swap, src, 16);
-    cpAsync(codesAt(slot) + (swap ^ 1), src + 16, 16);
+    if constexpr (FMT == kFmtInt6) {
+      const uint8_t* src = in + TACO_HEADER_BYTES + block * 192 + 24 * t;
+      char* dst = int6CodesAt(slot);
+      const int wide = 8 * (t & 1), narrow = (t & 1) ? 0 : 16;
+      cpAsync(dst + wide, src + wide, 16);
+      cpAsync(dst + narrow, src + narrow, 8);
+    } else {
+      const uint8_t* src = in + TACO_HEADER_BYTES + block * 256 + 32 * t;
+      cpAsync(codesAt(slot) + swap, src, 16);
+      cpAsync(codesAt(slot) + (swap ^ 1), src + 16, 16);
+    }
     if (t == 0) cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
   };
-  // this lane's codes and its block's scales of the tile in `slot` (landed: waited for)
+  // this lane's codes and its block's scales of the tile in `slot` (landed: waited for);
+  // INT6: the 24 bytes in cw[0] and cw[1].x, .y
   uint4 cw[2];
   float2 sp;
   auto fetch = [&](int slot) {
     __syncwarp();  // lane 0's copy of the scales has landed too
     sp = *scalesAt(slot);
-    cw[0] = codesAt(slot)[swap];
-    cw[1] = codesAt(slot)[swap ^ 1];
+    if constexpr (FMT == kFmtInt6) {
+      const uint2* p = reinterpret_cast<const uint2*>(int6CodesAt(slot));
+      const uint2 p0 = p[0], p1 = p[1], p2 = p[2];
+      cw[0] = make_uint4(p0.x, p0.y, p1.x, p1.y);
+      cw[1] = make_uint4(p2.x, p2.y, 0u, 0u);
+    } else {
+      cw[0] = codesAt(slot)[swap];
+      cw[1] = codesAt(slot)[swap ^ 1];
+    }
   };
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) {
@@ -373,10 +435,12 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
     float v[kPerThread];
     if (tile < nFull) {
       const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+      const uint32_t packed[6] = {cw[0].x, cw[0].y, cw[0].z, cw[0].w, cw[1].x, cw[1].y};  // INT6
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
         uint8_t c[16];
-        memcpy(c, &cw[k], 16);
+        if constexpr (FMT == kFmtInt6) unpackInt6Quad(packed + 3 * k, c);
+        else memcpy(c, &cw[k], 16);
         float f[16];
         decodeChunk<16, FMT>(c, f);
 #pragma unroll
