@@ -38,6 +38,44 @@ def gpu_time(fn, iters, warmup=3):
     return a.elapsed_time(b) / 1e3 / iters
 
 
+def phase_rows(a, xs, outs, P, N, e, w, bw):
+    """The fused two-shot's three phases, each run as the standalone codec kernel over
+    the same bytes (every rank's share, one launch per rank and piece, back to back):
+    A compresses P-1 pieces per rank, B decompress-reduce-compresses P-1 wires with the
+    exact piece and writes the decoded piece, C decompresses P-1 pieces per rank. Their
+    sum against the fused time is the cost of fusing (barriers, tails, occupancy)."""
+    n = N // P
+    pieces = [x[i * n:(i + 1) * n] for x in xs for i in range(1, P)]
+    wires = [tcodec.compress(pc, a.codec) for pc in pieces]
+    exact = [x[:n] for x in xs]
+    red = [tcodec.compress(pc, a.codec) for pc in exact]
+    ys = [o[:n] for o in outs]
+    dec = [o[i * n:(i + 1) * n] for o in outs for i in range(1, P)]
+    def phase_a():
+        for pc, wr in zip(pieces, wires):
+            tcodec.compress(pc, a.codec, out=wr)
+    def phase_b():
+        for r in range(P):
+            tcodec.decompress_reduce_compress(wires[r * (P - 1):(r + 1) * (P - 1)], a.codec, n, a.dtype,
+                                              exact=exact[r], out=red[r], y=ys[r])
+    def phase_c():
+        for wr, d in zip(wires, dec):
+            tcodec.decompress(wr, a.codec, n, a.dtype, out=d)
+    moved = {"A": P * ((P - 1) * n * (e + w)), "B": P * ((P - 1) * n * w + n * e + n * w + n * e),
+             "C": P * ((P - 1) * n * (w + e))}
+    rows, total = [], 0.0
+    for name, fn in (("A", phase_a), ("B", phase_b), ("C", phase_c)):
+        t = gpu_time(fn, a.iters)
+        total += t
+        ratio = moved[name] / t / bw
+        rows.append({"algo": f"phase {name}", "time_ms": t * 1e3, "bytes_moved": moved[name],
+                     "roofline_ms": moved[name] / bw * 1e3, "of_memcpy": ratio})
+        print(f"phase {name}      {t * 1e3:9.3f} ms   moves {moved[name] / 1e9:7.3f} GB   roofline "
+              f"{moved[name] / bw * 1e3:8.3f} ms   {ratio:5.3f}x memcpy bandwidth (codec kernels, {P} ranks)")
+    print(f"phases A+B+C  {total * 1e3:9.3f} ms")
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=4)
@@ -47,6 +85,8 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--algos", default="staged,fused,oneshot",
                    help="algorithms, each optionally @chunk MiB (communicator chunkBytes), e.g. fused@256")
+    p.add_argument("--phases", action="store_true",
+                   help="also time each phase of the fused two-shot as the codec's own kernel on the same bytes")
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
     P = a.ranks
@@ -90,6 +130,8 @@ def main(argv=None):
                      "of_memcpy": ratio})
         print(f"{spec:12s} {t * 1e3:9.3f} ms   moves {need / 1e9:7.3f} GB   roofline {need / bw * 1e3:8.3f} ms"
               f"   {ratio:5.3f}x memcpy bandwidth")
+    if a.phases:
+        rows += phase_rows(a, xs, outs, P, N, e, w, bw)
     by = {r["algo"]: r for r in rows}
     if "fused" in by and "staged" in by:
         print(f"fused / staged time: {by['fused']['time_ms'] / by['staged']['time_ms']:.3f}")
