@@ -4,13 +4,14 @@
 // between ranks; peer memory lets a kernel do it itself. It knows nothing about
 // what the scratch holds: the layout (flags, epochs, data slots) is coll's.
 //
-// Routes, tried in this order when a communicator is created:
-//   loopback  every rank's scratch is one allocation on the one GPU;
-//   cuda-ipc  a cudaMalloc'ed scratch per rank, its IPC handle exchanged through
-//             the communicator and opened by every peer on the same host, then
-//             verified by a real write to each peer (P2P can be reported and not work);
-//   none      ranks on several hosts, no P2P, or a failed check: the staged path.
-// The route and the reason for a refusal are logged at INFO.
+// Routes, tried in this order when a communicator is created (docs/collectives.md):
+//   loopback        every rank's scratch is one allocation on the one GPU;
+//   cuda-ipc        a cudaMalloc'ed scratch per rank, its IPC handle exchanged through
+//                   the communicator and opened by every peer on the same host;
+//   none            ranks on several hosts, no P2P, or a failed check: the staged path.
+// The IPC route ends with a real write into every peer (P2P can be reported and
+// not work) and every rank's verdict all-gathered, so all ranks have peer memory or none
+// has. The route and the reason for a refusal are logged at INFO.
 #pragma once
 #include <cstddef>
 
@@ -22,6 +23,12 @@ class Transport;
 
 // Most ranks a peer-memory communicator can have (kernel arguments hold one pointer per rank).
 constexpr int kMaxPeerRanks = 16;
+
+// A route's own resources (allocations, mappings, NCCL registrations), released by
+// peerMemoryFree through the route's destructor.
+struct PeerOwner {
+  virtual ~PeerOwner() {}
+};
 
 struct PeerMemory {
   const char* route = "none";   // "loopback" or "cuda-ipc"
@@ -35,7 +42,7 @@ struct PeerMemory {
   int* statusDev = nullptr;
   volatile int* statusHost = nullptr;
   int faultSkipRank = -1;  // TACO_FAULT_SKIP_RANK when the memory was created
-  void* owner = nullptr;  // route-specific state, released by peerMemoryFree
+  PeerOwner* owner = nullptr;  // route-specific state, released by peerMemoryFree
 };
 
 // Loopback: one PeerMemory per rank of an n-rank world, sharing one allocation of n * bytes
