@@ -6,10 +6,13 @@
 //
 // Routes, tried in this order when a communicator is created (docs/collectives.md):
 //   loopback        every rank's scratch is one allocation on the one GPU;
+//   nccl-symmetric  NCCL's own symmetric memory (NCCL >= 2.28, peer_memory_nccl.cc):
+//                   ncclMemAlloc, a window registered with NCCL_WIN_COLL_SYMMETRIC, a device
+//                   communicator, every peer's address from ncclGetLsaPointer;
 //   cuda-ipc        a cudaMalloc'ed scratch per rank, its IPC handle exchanged through
 //                   the communicator and opened by every peer on the same host;
 //   none            ranks on several hosts, no P2P, or a failed check: the staged path.
-// The IPC route ends with a real write into every peer (P2P can be reported and
+// The NCCL and IPC routes end with a real write into every peer (P2P can be reported and
 // not work) and every rank's verdict all-gathered, so all ranks have peer memory or none
 // has. The route and the reason for a refusal are logged at INFO.
 #pragma once
@@ -31,7 +34,7 @@ struct PeerOwner {
 };
 
 struct PeerMemory {
-  const char* route = "none";   // "loopback" or "cuda-ipc"
+  const char* route = "none";   // "loopback", "nccl-symmetric" or "cuda-ipc"
   int rank = 0, nranks = 0;
   size_t bytes = 0;                   // scratch bytes per rank, the same on every rank
   char* base[kMaxPeerRanks] = {};     // every rank's scratch as mapped in this process; base[rank] is ours
@@ -49,11 +52,19 @@ struct PeerMemory {
 // (zeroed) and one abort / status pair (aborting any rank aborts the world's kernels).
 tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out);
 
+// NCCL symmetric memory over an NCCL transport (collective: every rank calls it), with
+// device-communicator barriers for `lsaBarriers` CTAs. Returns tacoSuccess with
+// *out == nullptr when the route is closed (which step refused is logged). Runs at
+// communicator creation only, never inside a collective or a graph capture.
+tacoResult_t peerMemoryCreateNcclSymmetric(Transport* t, size_t bytes, int lsaBarriers, PeerMemory** out);
+
 // CUDA IPC over a communicator's transport (collective: every rank calls it). Returns
 // tacoSuccess with *out == nullptr when the route is closed (the reason is logged).
 tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out);
 
-// Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised.
+// Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised. The
+// nccl-symmetric route deregisters from its NCCL communicator: free before the transport
+// is finalized or aborted.
 void peerMemoryFree(PeerMemory* pm);
 
 }  // namespace taco
