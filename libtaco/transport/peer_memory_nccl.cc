@@ -178,14 +178,14 @@ tacoResult_t sharedSteps(Transport* t, size_t bytes, int lsaBarriers, std::uniqu
   const cudaError_t e = ncclLsaPointers(o->window, P, pm.base);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    TACO_INFO("peer memory: %s closed on rank %d: the ncclGetLsaPointer kernel failed ('%s')", kRoute, me,
-              cudaGetErrorString(e));
+    snprintf(why, sizeof(why), "the ncclGetLsaPointer kernel failed ('%s')", cudaGetErrorString(e));
     ok = 0;
   }
-  // 5. The check by a real write into every peer.
+  // 5. The check by a real write into every peer (which write failed is logged by the rank that saw it).
   TACO_CHECK(peerVerifyWrites(t, pm, kRoute, &ok));
   if (!ok) {
-    TACO_INFO("peer memory: %s closed: the check by a real write failed on some rank", kRoute);
+    TACO_INFO("peer memory: %s closed on rank %d: %s", kRoute, me,
+              *why != '\0' ? why : "the check by a real write into every peer failed on some rank");
     return tacoSuccess;
   }
   TACO_CHECK(o->words.alloc());
