@@ -155,18 +155,43 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   return tacoSuccess;
 }
 
+// Which routes are tried (TACO_PEER_MEMORY, docs/collectives.md): loopback worlds take
+// the loopback route unless peer memory is off. NCCL communicators take none by default;
+// `1` tries nccl-symmetric, then cuda-ipc; `nccl` and `ipc` try that route alone, to test
+// and measure each. The fused path needs 2..kMaxPeerRanks ranks, but a forced nccl route
+// runs its whole chain at one rank too (the only case a one-GPU machine has), logs the
+// verdict and releases what it got.
 tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
-  const int mode = envParams().peerMemory;  // 0 off, 1 on, 2 loopback only (default)
+  const int mode = envParams().peerMemory;
   tacoComm* c0 = comms[0];
-  if (mode == 0 || c0->nranks < 2 || c0->nranks > kMaxPeerRanks) return tacoSuccess;
-  if (!loopback && mode != 1) {
-    TACO_INFO("peer memory: off for NCCL communicators (TACO_PEER_MEMORY=1 turns the CUDA IPC route on)");
+  const int P = c0->nranks;
+  if (mode == kPeerMemoryOff || P > kMaxPeerRanks) return tacoSuccess;
+  if (!loopback && mode == kPeerMemoryLoopback) {
+    TACO_INFO("peer memory: off for NCCL communicators (TACO_PEER_MEMORY=1 turns the NCCL symmetric and CUDA IPC "
+              "routes on)");
     return tacoSuccess;
   }
-  const size_t bytes = peerScratchBytes(c0->config.chunkBytes, c0->nranks);
+  const bool forcedNccl = !loopback && mode == kPeerMemoryNccl;
+  if (P < 2 && !forcedNccl) return tacoSuccess;
+  const size_t bytes = peerScratchBytes(c0->config.chunkBytes, P);
   std::vector<PeerMemory*> pms(n, nullptr);
-  if (loopback) TACO_CHECK(peerMemoryCreateLoopback(n, bytes, pms.data()));
-  else TACO_CHECK(peerMemoryCreateIpc(c0->transport, bytes, &pms[0]));
+  if (loopback) {
+    TACO_CHECK(peerMemoryCreateLoopback(n, bytes, pms.data()));
+  } else {
+    // Registration with NCCL happens here, at creation, never in a call or a graph capture.
+    if (mode == kPeerMemoryOn || mode == kPeerMemoryNccl)
+      TACO_CHECK(peerMemoryCreateNcclSymmetric(c0->transport, bytes, peerMaxCtasPerRank(), &pms[0]));
+    if (pms[0] != nullptr && P < 2) {
+      TACO_INFO("peer memory: %s works at one rank; released: the fused path needs 2..%d ranks", pms[0]->route,
+                kMaxPeerRanks);
+      peerMemoryFree(pms[0]);
+      return tacoSuccess;
+    }
+    if (P < 2) return tacoSuccess;
+    if (pms[0] == nullptr && (mode == kPeerMemoryOn || mode == kPeerMemoryIpc))
+      TACO_CHECK(peerMemoryCreateIpc(c0->transport, bytes, &pms[0]));
+    if (pms[0] == nullptr) TACO_INFO("peer memory: none for this NCCL communicator: the staged path");
+  }
   const int skip = faultSkipRank();
   if (skip >= 0) TACO_WARN("TACO_FAULT_SKIP_RANK=%d: rank %d's peer kernels will skip every call (testing)", skip, skip);
   for (int i = 0; i < n; ++i) {
@@ -177,7 +202,7 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));
   }
   if (pms[0] != nullptr)
-    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank", c0->rank, c0->nranks, pms[0]->route, bytes);
+    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank", c0->rank, P, pms[0]->route, bytes);
   return tacoSuccess;
 }
 

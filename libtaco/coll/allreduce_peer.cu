@@ -293,6 +293,18 @@ bool peerCodecSupported(tacoCodec_t codec) {
   return d != nullptr && d->blocked && pickKernel(tacoAlgoFused, d->format, tacoFloat32) != nullptr;
 }
 
+int peerMaxCtasPerRank() {
+  // launchPeerAllReduce's bound (SMs x resident CTAs per SM) at its largest: as many
+  // kThreads-thread CTAs per SM as the SM's thread and block limits allow.
+  int dev = 0, threads = 0, blocks = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+  cudaDeviceGetAttribute(&blocks, cudaDevAttrMaxBlocksPerMultiprocessor, dev);
+  (void)cudaGetLastError();
+  const int perSm = std::max(1, std::min(threads / kThreads, blocks > 0 ? blocks : 32));
+  return smCount() * perSm;
+}
+
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
   L.proto = makeArgs(codec, 0, dtype);
 }

@@ -56,6 +56,9 @@ bool peerCodecSupported(tacoCodec_t codec);
 
 // Kernel side (allreduce_peer.cu).
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype);
+// The most CTAs one rank's launch can have on the current device (the grid NCCL's LSA
+// barriers are reserved for).
+int peerMaxCtasPerRank();
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t threadsWanted, tacoDataType_t dtype,
                                 cudaStream_t stream);
 

@@ -183,7 +183,9 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
   if (r == tacoSuccess && consistency && c->config.checkConsistency && c->nranks > 1) r = consistencyCheck(c);
   if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = peerMemorySetup(&c, 1, false);
   if (r != tacoSuccess) {
-    // An owned NCCL communicator must be torn down too.
+    // An owned NCCL communicator must be torn down too, after the peer memory registered with it.
+    peerMemoryFree(c->peer);
+    c->peer = nullptr;
     t->abort();
     commFree(c);
     return r;
@@ -227,6 +229,8 @@ tacoResult_t commDestroy(tacoComm* c, bool abort) {
         res = setError(tacoUnhandledCudaError, "CommDestroy : waiting for the communicator's work: '%s'",
                        cudaGetErrorString(e));
     }
+    peerMemoryFree(c->peer);  // before the transport: NCCL symmetric memory is registered with it
+    c->peer = nullptr;
     tacoResult_t f = c->transport->finalize();
     if (res == tacoSuccess) res = f;
   } else {
@@ -237,6 +241,8 @@ tacoResult_t commDestroy(tacoComm* c, bool abort) {
       for (cudaStream_t st : c->streams) (void)cudaStreamSynchronize(st);
       (void)cudaGetLastError();
     }
+    peerMemoryFree(c->peer);
+    c->peer = nullptr;
     tacoResult_t f = c->transport->abort();
     if (res == tacoSuccess) res = f;
   }

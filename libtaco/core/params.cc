@@ -50,9 +50,11 @@ bool parseAlgo(const char* s, int* out) {
 }
 
 bool parsePeerMemory(const char* s, int* out) {
-  if (strcmp(s, "0") == 0) *out = 0;
-  else if (strcmp(s, "1") == 0) *out = 1;
-  else if (strcmp(s, "loopback") == 0) *out = 2;
+  if (strcmp(s, "0") == 0) *out = kPeerMemoryOff;
+  else if (strcmp(s, "1") == 0) *out = kPeerMemoryOn;
+  else if (strcmp(s, "loopback") == 0) *out = kPeerMemoryLoopback;
+  else if (strcmp(s, "nccl") == 0) *out = kPeerMemoryNccl;
+  else if (strcmp(s, "ipc") == 0) *out = kPeerMemoryIpc;
   else return false;
   return true;
 }
@@ -88,9 +90,11 @@ const EnvParam kParams[] = {
      "a positive number of seconds",
      [](const char* v, EnvParams* p) { return parsePositiveSeconds(v, &p->waitTimeoutS); }},
     {"TACO_PEER_MEMORY", "loopback",
-     "peer memory for the fused and one-shot AllReduce: 0 off, 1 on (CUDA IPC between processes), loopback "
-     "(loopback worlds only, until the IPC route is measured across GPUs)",
-     "0, 1 or loopback", [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
+     "peer memory for the fused and one-shot AllReduce: 0 off, loopback (loopback worlds only, until the "
+     "routes between processes are measured across GPUs), 1 on (NCCL communicators too: NCCL symmetric memory, "
+     "else CUDA IPC), nccl or ipc (that route only, for testing; nccl is also tried at one rank)",
+     "0, 1, loopback, nccl or ipc",
+     [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
     {"TACO_FAULT_SKIP_RANK", "",
      "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator "
      "is created)",

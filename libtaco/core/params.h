@@ -16,7 +16,16 @@ struct EnvParams {
   const char* debug;      // TACO_DEBUG            WARN | INFO | TRACE
   int algo;               // TACO_ALGO             tacoAlgo_t forced for AllReduce (tacoAlgoAuto: pick)
   double waitTimeoutS;    // TACO_WAIT_TIMEOUT_S   a peer-memory kernel gives up waiting after this
-  int peerMemory;         // TACO_PEER_MEMORY      0 off, 1 on (CUDA IPC for NCCL too), 2 loopback only
+  int peerMemory;         // TACO_PEER_MEMORY      a PeerMemoryMode
+};
+
+// TACO_PEER_MEMORY: which peer-memory routes a communicator tries (coll/allreduce_peer.cc).
+enum PeerMemoryMode {
+  kPeerMemoryOff = 0,       // "0": none
+  kPeerMemoryOn = 1,        // "1": loopback worlds; NCCL: nccl-symmetric, else cuda-ipc
+  kPeerMemoryLoopback = 2,  // "loopback" (default): loopback worlds only
+  kPeerMemoryNccl = 3,      // "nccl": loopback worlds; NCCL: nccl-symmetric only
+  kPeerMemoryIpc = 4,       // "ipc": loopback worlds; NCCL: cuda-ipc only
 };
 
 // TACO_FAULT_SKIP_RANK, read when peer memory is created (not cached): the rank whose

@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/params.h"
+#include "transport/nccl_symmetric.h"
 #include "transport/transport.h"
 
 namespace taco {
@@ -58,6 +59,7 @@ struct NcclApi {
 };
 
 NcclApi gNccl;
+NcclSymmetricApi gNcclSymmetric;  // optional: NCCL >= 2.28 (peer_memory_nccl.cc)
 std::mutex gNcclMu;
 tacoResult_t gNcclStatus = tacoInternalError;  // tacoInternalError: not tried yet
 char gNcclError[768] = "";
@@ -66,6 +68,25 @@ template <typename F>
 bool resolve(void* h, const char* sym, F* fn) {
   *fn = reinterpret_cast<F>(dlsym(h, sym));
   return *fn != nullptr;
+}
+
+// The symmetric-memory functions (NCCL >= 2.28), optional: their absence closes one
+// peer-memory route only (peer_memory_nccl.cc).
+void resolveSymmetric(const NcclApi& a) {
+  NcclSymmetricApi& sym = gNcclSymmetric;
+#define TACO_NCCL_SYM_OPT(field, name) \
+  if (!resolve(a.handle, name, &sym.field) && sym.missing == nullptr) sym.missing = name;
+  TACO_NCCL_SYM_OPT(memAlloc, "ncclMemAlloc")
+  TACO_NCCL_SYM_OPT(memFree, "ncclMemFree")
+  TACO_NCCL_SYM_OPT(windowRegister, "ncclCommWindowRegister")
+  TACO_NCCL_SYM_OPT(windowDeregister, "ncclCommWindowDeregister")
+  TACO_NCCL_SYM_OPT(devCommCreate, "ncclDevCommCreate")
+  TACO_NCCL_SYM_OPT(devCommDestroy, "ncclDevCommDestroy")
+#undef TACO_NCCL_SYM_OPT
+  sym.version = a.version;
+  sym.path = a.path;
+  sym.errorString = a.getErrorString;
+  sym.lastError = reinterpret_cast<const char* (*)(void*)>(a.getLastError);
 }
 
 tacoResult_t loadLocked() {
@@ -135,6 +156,7 @@ tacoResult_t loadLocked() {
              a.version, a.path);
     return tacoNcclError;
   }
+  resolveSymmetric(a);
   TACO_INFO("NCCL %d from %s (%s)", a.version, a.path, how);
   return tacoSuccess;
 }
@@ -241,6 +263,7 @@ class NcclTransport : public Transport {
     if (dev) cudaFree(dev);
     return res;
   }
+  void* ncclComm() const override { return comm_; }
   tacoResult_t finalize() override {
     if (owned_ && comm_) {
       ncclComm_t c = comm_;
@@ -265,6 +288,13 @@ class NcclTransport : public Transport {
 };
 
 }  // namespace
+
+tacoResult_t ncclSymmetricApi(const NcclSymmetricApi** out) {
+  *out = nullptr;
+  TACO_CHECK(ncclLoad());
+  *out = &gNcclSymmetric;
+  return tacoSuccess;
+}
 
 tacoResult_t ncclGetUniqueIdBytes(void* id128) {
   TACO_CHECK(ncclLoad());

@@ -1,35 +1,23 @@
-// Peer memory routes: loopback and CUDA IPC (transport/peer_memory.h).
+// Peer memory routes loopback and CUDA IPC, and what every route shares: the mapped
+// words, the agreement, the check by a real write (transport/peer_memory_route.h).
 #include "transport/peer_memory.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
 #include "core/log.h"
+#include "transport/peer_memory_route.h"
 #include "transport/transport.h"
 
 namespace taco {
-namespace {
-
-// The two host-mapped words every route needs.
-struct MappedWords {
-  int* host = nullptr;  // [0] abort, [1] status
-  int* dev = nullptr;
-  tacoResult_t alloc() {
-    TACO_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(int), cudaHostAllocMapped));
-    host[0] = host[1] = 0;
-    TACO_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0));
-    return tacoSuccess;
-  }
-  ~MappedWords() {
-    if (host) cudaFreeHost(host);
-  }
-};
 
 void attachWords(PeerMemory* pm, const MappedWords& w) {
   pm->abortHost = w.host;
@@ -38,19 +26,70 @@ void attachWords(PeerMemory* pm, const MappedWords& w) {
   pm->statusDev = w.dev + 1;
 }
 
-struct LoopbackOwner {
+tacoResult_t peerAgree(Transport* t, int* ok, int* refuser) {
+  std::vector<int> oks(t->nranks());
+  TACO_CHECK(t->hostAllGather(ok, oks.data(), sizeof(int)));
+  if (refuser != nullptr) *refuser = -1;
+  for (int q = 0; q < t->nranks(); ++q) {
+    if (oks[q] == 0 && refuser != nullptr && *refuser < 0) *refuser = q;
+    *ok &= oks[q];
+  }
+  return tacoSuccess;
+}
+
+tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* route, int* ok) {
+  const int P = pm.nranks, me = pm.rank;
+  // Rank q writes (q + 1) * 0x01010101 into word q of every peer's verification line.
+  const size_t line = pm.bytes - 4 * (size_t)P;
+  const uint32_t token = (uint32_t)(me + 1) * 0x01010101u;
+  for (int q = 0; q < P && *ok; ++q) {
+    const cudaError_t e = cudaMemcpy(pm.base[q] + line + 4 * (size_t)me, &token, 4, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      TACO_INFO("peer memory: %s: rank %d cannot write into rank %d's scratch ('%s')", route, me, q,
+                cudaGetErrorString(e));
+      *ok = 0;
+    }
+  }
+  if (*ok && cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError(), *ok = 0;
+  // Everyone has written (or failed); each checks its own line, then all agree.
+  TACO_CHECK(peerAgree(t, ok));
+  if (*ok) {
+    std::vector<uint32_t> got(P);
+    if (cudaMemcpy(got.data(), pm.base[me] + line, 4 * (size_t)P, cudaMemcpyDeviceToHost) != cudaSuccess)
+      (void)cudaGetLastError(), *ok = 0;
+    for (int q = 0; q < P && *ok; ++q)
+      if (got[q] != (uint32_t)(q + 1) * 0x01010101u) {
+        TACO_INFO("peer memory: %s: rank %d's write never reached rank %d (read %08x): P2P reported but not "
+                  "working", route, q, me, got[q]);
+        *ok = 0;
+      }
+    if (cudaMemset(pm.base[me] + line, 0, 4 * (size_t)P) != cudaSuccess) (void)cudaGetLastError(), *ok = 0;
+  }
+  return peerAgree(t, ok);
+}
+
+namespace {
+
+struct LoopbackMemory {
   char* mem = nullptr;
   MappedWords words;
-  ~LoopbackOwner() {
+  ~LoopbackMemory() {
     if (mem) cudaFree(mem);
   }
 };
 
-struct IpcOwner {
+// Every rank of a loopback world holds one reference; the last one frees.
+struct LoopbackOwner : PeerOwner {
+  explicit LoopbackOwner(std::shared_ptr<LoopbackMemory> m) : mem(std::move(m)) {}
+  std::shared_ptr<LoopbackMemory> mem;
+};
+
+struct IpcOwner : PeerOwner {
   char* mine = nullptr;             // our cudaMalloc
   std::vector<char*> opened;        // peers' handles we opened
   MappedWords words;
-  ~IpcOwner() {
+  ~IpcOwner() override {
     for (char* p : opened) cudaIpcCloseMemHandle(p);
     if (mine) cudaFree(mine);
   }
@@ -61,17 +100,17 @@ struct IpcOwner {
 tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out) {
   for (int r = 0; r < nranks; ++r) out[r] = nullptr;
   if (nranks < 1 || nranks > kMaxPeerRanks) return tacoSuccess;
-  auto owner = std::make_shared<LoopbackOwner>();
-  TACO_CHECK(owner->words.alloc());
-  cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&owner->mem), bytes * nranks);
+  auto shared = std::make_shared<LoopbackMemory>();
+  TACO_CHECK(shared->words.alloc());
+  cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&shared->mem), bytes * nranks);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    owner->mem = nullptr;
+    shared->mem = nullptr;
     TACO_WARN("loopback peer memory of %d x %zu bytes could not be allocated ('%s'): fused and one-shot "
               "AllReduce are off for this world", nranks, bytes, cudaGetErrorString(e));
     return tacoSuccess;
   }
-  TACO_CUDA_CHECK(cudaMemset(owner->mem, 0, bytes * nranks));
+  TACO_CUDA_CHECK(cudaMemset(shared->mem, 0, bytes * nranks));
   for (int r = 0; r < nranks; ++r) {
     PeerMemory* pm = new (std::nothrow) PeerMemory();
     if (pm == nullptr) {
@@ -82,9 +121,14 @@ tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out
     pm->rank = r;
     pm->nranks = nranks;
     pm->bytes = bytes;
-    for (int q = 0; q < nranks; ++q) pm->base[q] = owner->mem + (size_t)q * bytes;
-    attachWords(pm, owner->words);
-    pm->owner = new std::shared_ptr<LoopbackOwner>(owner);
+    for (int q = 0; q < nranks; ++q) pm->base[q] = shared->mem + (size_t)q * bytes;
+    attachWords(pm, shared->words);
+    pm->owner = new (std::nothrow) LoopbackOwner(shared);
+    if (pm->owner == nullptr) {
+      delete pm;
+      for (int q = 0; q < r; ++q) peerMemoryFree(out[q]), out[q] = nullptr;
+      return setError(tacoSystemError, "loopback peer memory: out of host memory");
+    }
     out[r] = pm;
   }
   return tacoSuccess;
@@ -129,7 +173,7 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
   }
   std::vector<Handle> handles(P);
   TACO_CHECK(t->hostAllGather(&hmine, handles.data(), sizeof(Handle)));
-  // 3. Open every peer's scratch; write a token into our slot of its verification line.
+  // 3. Open every peer's scratch, then check it by a real write into every peer.
   PeerMemory pm;
   pm.route = "cuda-ipc";
   pm.rank = me;
@@ -153,34 +197,7 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
     owner->opened.push_back(static_cast<char*>(p));
     pm.base[q] = static_cast<char*>(p);
   }
-  // The last 4 * P bytes of every scratch are the verification line: rank q writes
-  // (q + 1) * 0x01010101 into word q of every peer's line.
-  const size_t line = bytes - 4 * (size_t)P;
-  for (int q = 0; q < P && ok; ++q) {
-    const uint32_t token = (uint32_t)(me + 1) * 0x01010101u;
-    if (cudaMemcpy(pm.base[q] + line + 4 * (size_t)me, &token, 4, cudaMemcpyHostToDevice) != cudaSuccess) {
-      (void)cudaGetLastError();
-      ok = 0;
-    }
-  }
-  if (ok && cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError(), ok = 0;
-  // 4. Everyone has written (or failed); each checks its own line, then all agree.
-  std::vector<int> oks(P);
-  TACO_CHECK(t->hostAllGather(&ok, oks.data(), sizeof(int)));
-  for (int q = 0; q < P; ++q) ok &= oks[q];
-  if (ok) {
-    std::vector<uint32_t> got(P);
-    if (cudaMemcpy(got.data(), owner->mine + line, 4 * (size_t)P, cudaMemcpyDeviceToHost) != cudaSuccess) ok = 0;
-    for (int q = 0; q < P && ok; ++q)
-      if (got[q] != (uint32_t)(q + 1) * 0x01010101u) {
-        TACO_INFO("peer memory: rank %d's write never reached rank %d (read %08x): P2P reported but not working",
-                  q, me, got[q]);
-        ok = 0;
-      }
-    cudaMemset(owner->mine + line, 0, 4 * (size_t)P);
-  }
-  TACO_CHECK(t->hostAllGather(&ok, oks.data(), sizeof(int)));
-  for (int q = 0; q < P; ++q) ok &= oks[q];
+  TACO_CHECK(peerVerifyWrites(t, pm, "cuda-ipc", &ok));
   if (!ok) {
     TACO_INFO("peer memory: none (CUDA IPC check failed on some rank: the staged path)");
     return tacoSuccess;
@@ -197,10 +214,7 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
 
 void peerMemoryFree(PeerMemory* pm) {
   if (pm == nullptr) return;
-  if (strcmp(pm->route, "loopback") == 0)
-    delete static_cast<std::shared_ptr<LoopbackOwner>*>(pm->owner);
-  else
-    delete static_cast<IpcOwner*>(pm->owner);
+  delete pm->owner;
   delete pm;
 }
 

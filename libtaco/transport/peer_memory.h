@@ -4,13 +4,17 @@
 // between ranks; peer memory lets a kernel do it itself. It knows nothing about
 // what the scratch holds: the layout (flags, epochs, data slots) is coll's.
 //
-// Routes, tried in this order when a communicator is created:
-//   loopback  every rank's scratch is one allocation on the one GPU;
-//   cuda-ipc  a cudaMalloc'ed scratch per rank, its IPC handle exchanged through
-//             the communicator and opened by every peer on the same host, then
-//             verified by a real write to each peer (P2P can be reported and not work);
-//   none      ranks on several hosts, no P2P, or a failed check: the staged path.
-// The route and the reason for a refusal are logged at INFO.
+// Routes, tried in this order when a communicator is created (docs/collectives.md):
+//   loopback        every rank's scratch is one allocation on the one GPU;
+//   nccl-symmetric  NCCL's own symmetric memory (NCCL >= 2.28, peer_memory_nccl.cc):
+//                   ncclMemAlloc, a window registered with NCCL_WIN_COLL_SYMMETRIC, a device
+//                   communicator, every peer's address from ncclGetLsaPointer;
+//   cuda-ipc        a cudaMalloc'ed scratch per rank, its IPC handle exchanged through
+//                   the communicator and opened by every peer on the same host;
+//   none            ranks on several hosts, no P2P, or a failed check: the staged path.
+// The NCCL and IPC routes end with a real write into every peer (P2P can be reported and
+// not work) and every rank's verdict all-gathered, so all ranks have peer memory or none
+// has. The route and the reason for a refusal are logged at INFO.
 #pragma once
 #include <cstddef>
 
@@ -23,8 +27,14 @@ class Transport;
 // Most ranks a peer-memory communicator can have (kernel arguments hold one pointer per rank).
 constexpr int kMaxPeerRanks = 16;
 
+// A route's own resources (allocations, mappings, NCCL registrations), released by
+// peerMemoryFree through the route's destructor.
+struct PeerOwner {
+  virtual ~PeerOwner() {}
+};
+
 struct PeerMemory {
-  const char* route = "none";   // "loopback" or "cuda-ipc"
+  const char* route = "none";   // "loopback", "nccl-symmetric" or "cuda-ipc"
   int rank = 0, nranks = 0;
   size_t bytes = 0;                   // scratch bytes per rank, the same on every rank
   char* base[kMaxPeerRanks] = {};     // every rank's scratch as mapped in this process; base[rank] is ours
@@ -35,18 +45,26 @@ struct PeerMemory {
   int* statusDev = nullptr;
   volatile int* statusHost = nullptr;
   int faultSkipRank = -1;  // TACO_FAULT_SKIP_RANK when the memory was created
-  void* owner = nullptr;  // route-specific state, released by peerMemoryFree
+  PeerOwner* owner = nullptr;  // route-specific state, released by peerMemoryFree
 };
 
 // Loopback: one PeerMemory per rank of an n-rank world, sharing one allocation of n * bytes
 // (zeroed) and one abort / status pair (aborting any rank aborts the world's kernels).
 tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out);
 
+// NCCL symmetric memory over an NCCL transport (collective: every rank calls it), with
+// device-communicator barriers for `lsaBarriers` CTAs. Returns tacoSuccess with
+// *out == nullptr when the route is closed (which step refused is logged). Runs at
+// communicator creation only, never inside a collective or a graph capture.
+tacoResult_t peerMemoryCreateNcclSymmetric(Transport* t, size_t bytes, int lsaBarriers, PeerMemory** out);
+
 // CUDA IPC over a communicator's transport (collective: every rank calls it). Returns
 // tacoSuccess with *out == nullptr when the route is closed (the reason is logged).
 tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out);
 
-// Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised.
+// Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised. The
+// nccl-symmetric route deregisters from its NCCL communicator: free before the transport
+// is finalized or aborted.
 void peerMemoryFree(PeerMemory* pm);
 
 }  // namespace taco

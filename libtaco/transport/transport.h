@@ -47,6 +47,10 @@ class Transport {
   // ranks are created together, so loopback implements it on the host.
   virtual tacoResult_t hostAllGather(const void* mine, void* all, size_t bytes) = 0;
 
+  // The ncclComm_t underneath, for the peer-memory route that registers memory with NCCL
+  // itself (transport/peer_memory_nccl.cc); nullptr for transports that are not NCCL.
+  virtual void* ncclComm() const { return nullptr; }
+
   // Tear-down. finalize waits for work in flight; abort does not.
   virtual tacoResult_t finalize() = 0;
   virtual tacoResult_t abort() = 0;

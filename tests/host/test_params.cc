@@ -53,6 +53,23 @@ int main() {
   TEST_ASSERT(taco::paramValue(n) == nullptr);
   TEST_ASSERT(taco::paramValue(-1) == nullptr);
 
+  // TACO_PEER_MEMORY's values, and a malformed one.
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(table[i].name, "TACO_PEER_MEMORY") != 0) continue;
+    const struct {
+      const char* text;
+      int mode;
+    } values[] = {{"0", taco::kPeerMemoryOff},   {"1", taco::kPeerMemoryOn},   {"loopback", taco::kPeerMemoryLoopback},
+                  {"nccl", taco::kPeerMemoryNccl}, {"ipc", taco::kPeerMemoryIpc}};
+    for (const auto& val : values) {
+      taco::EnvParams q{};
+      TEST_ASSERT_MSG(table[i].parse(val.text, &q) && q.peerMemory == val.mode, "TACO_PEER_MEMORY=%s", val.text);
+    }
+    taco::EnvParams q{};
+    TEST_ASSERT(!table[i].parse("nvls", &q));
+    TEST_ASSERT(table[i].parse(table[i].defaultValue, &q) && q.peerMemory == taco::kPeerMemoryLoopback);
+  }
+
   // Algorithm names round-trip.
   for (int a = 0; a < tacoNumAlgos; ++a) TEST_ASSERT_EQ_INT(taco::algoFromName(taco::algoName(a)), a);
   TEST_ASSERT_EQ_INT(taco::algoFromName("bogus"), -1);

@@ -4,8 +4,14 @@
 
 Runs when launched under mpirun with N >= 2 ranks and at least N GPUs; otherwise
 every test skips with the reason. Checks: the model bit for bit, every rank
-identical, the consistency check at creation, and a wrapped ncclComm_t path.
+identical, the consistency check at creation, a wrapped ncclComm_t path, and the
+fused and one-shot AllReduce on each peer-memory route between processes.
 """
+import os
+import subprocess
+import sys
+import textwrap
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -98,3 +104,45 @@ def test_consistency_check_names_the_field(env):
     chunk = (1 << 20) * (1 + world.Get_rank())
     with pytest.raises(RemoteError, match="chunkBytes"):
         taco.comm.Communicator.from_mpi(world, codec="taco", chunk_bytes=chunk)
+
+
+# One rank of a peer-memory world, in a process of its own: TACO_PEER_MEMORY is read once
+# per process. NCCL is the one torch loads, as in production.
+_PEER_RANK = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import torch
+    P, rank, uid, algo = int(sys.argv[1]), int(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    import taco.comm
+    from taco import reference as ref
+    rng = np.random.default_rng(7)  # the same on every rank
+    parts = [rng.standard_normal(P * 256 * 301 + 5).astype(np.float32) for _ in range(P)]
+    want = ref.allreduce(parts, "taco", algo="twoshot" if algo == "fused" else algo).view(np.uint32)
+    with taco.comm.Communicator.from_unique_id(uid, P, rank, codec="taco", fallback_bytes=0, algo=algo,
+                                               chunk_bytes=1 << 20) as c:
+        x = torch.from_numpy(parts[rank]).cuda()
+        for _ in range(3):  # several epochs, both halves of the scratch
+            y = c.allreduce(x)
+            torch.cuda.synchronize()
+            assert np.array_equal(y.cpu().numpy().view(np.uint32), want), "not the model's bits"
+    print("OK")
+""")
+
+
+@pytest.mark.parametrize("algo", ["fused", "oneshot"])
+@pytest.mark.parametrize("route,taken", [("nccl", "peer memory: nccl-symmetric, "), ("ipc", "peer memory: cuda-ipc, ")])
+def test_peer_memory_route_across_processes(env, tmp_path, route, taken, algo):
+    """TACO_PEER_MEMORY=nccl / ipc forces one route: it must be taken (logged at INFO) and
+    the forced peer algorithm must give the model's bits on every rank, for several calls."""
+    world, torch, taco = env
+    P, r = world.Get_size(), world.Get_rank()
+    uid = world.bcast(taco.comm.get_unique_id() if r == 0 else None, root=0)
+    script = tmp_path / "peer_rank.py"
+    script.write_text(_PEER_RANK)
+    env_vars = dict(os.environ, TACO_PEER_MEMORY=route, TACO_DEBUG="INFO")
+    res = subprocess.run([sys.executable, str(script), str(P), str(r), uid.hex(), algo], env=env_vars,
+                         capture_output=True, text=True, timeout=300)
+    peer_lines = "\n".join(ln for ln in res.stderr.splitlines() if "peer memory" in ln)
+    assert res.returncode == 0 and "OK" in res.stdout, f"rank {r}:\n{res.stdout}\n{res.stderr[-4000:]}"
+    assert taken in res.stderr, f"rank {r}: the {route} route was not taken:\n{peer_lines}"
