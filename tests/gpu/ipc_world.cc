@@ -367,11 +367,15 @@ bool hubAllGather(const void* mine, void* all, size_t bytes) {
   return writeAll(g.fd, &h, sizeof(h)) && writeAll(g.fd, mine, bytes) && readAll(g.fd, all, bytes * (size_t)g.P);
 }
 
-// Every rank reaches this point before any goes on.
-void barrier() {
+// Every rank reaches this point before any goes on. False when the parent is gone.
+bool hubBarrier() {
   char mine = 1;
   std::vector<char> all((size_t)g.P);
-  if (!hubAllGather(&mine, all.data(), 1)) _exit(1);
+  return hubAllGather(&mine, all.data(), 1);
+}
+
+void barrier() {
+  if (!hubBarrier()) _exit(1);
 }
 
 // A transport that moves no bytes: its host all-gather goes through the parent; everything the
@@ -527,8 +531,10 @@ void runCall(size_t index, const Case& k) {
   const std::vector<uint8_t>& in = inputFor(k);
   void* send = g.dA;
   void* recv = k.inplace ? g.dA : g.dB;
-  CUDA_OR_FAIL(cudaMemcpy(send, in.data(), bytes, cudaMemcpyHostToDevice));
-  if (!k.inplace) CUDA_OR_FAIL(cudaMemset(recv, 0xa5, bytes));  // an element never written cannot pass
+  // On the call's stream: the legacy stream is not ordered with it (non-blocking), and a copy
+  // from pageable memory may return before it lands.
+  CUDA_OR_FAIL(cudaMemcpyAsync(send, in.data(), bytes, cudaMemcpyHostToDevice, g.stream));
+  if (!k.inplace) CUDA_OR_FAIL(cudaMemsetAsync(recv, 0xa5, bytes, g.stream));  // an element never written cannot pass
   int algo = -1;
   tacoResult_t r = tacoCommAllReduceAlgo(c, k.count, k.dtype, &algo);
   if (r != tacoSuccess || algo != k.algo)
@@ -603,7 +609,7 @@ void runGraph(size_t index, const Case& k) {
     childFail("graph: %d replays advanced the epoch by %u, expected %zu", kGraphReplays, launches,
               kGraphReplays * launchesOf(c, k));
   // An eager call after the replays still agrees (the epoch moved on in device memory).
-  CUDA_OR_FAIL(cudaMemcpy(g.dA, pinned[0], bytes, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpyAsync(g.dA, pinned[0], bytes, cudaMemcpyHostToDevice, g.stream));
   const tacoResult_t r2 = tacoAllReduce(g.dA, g.dB, k.count, k.dtype, tacoSum, c, g.stream);
   if (r2 != tacoSuccess) childFail("graph: the eager call after the replays: %s", tacoGetLastError(c));
   CUDA_OR_FAIL(cudaMemcpyAsync(out, g.dB, bytes, cudaMemcpyDeviceToHost, g.stream));
@@ -626,17 +632,13 @@ tacoComm* createSkipping(const Case& k, int skip) {
   return c;
 }
 
-// Polls this rank's scratch until every rank but `skip` and itself has raised flag 0 of the
-// epoch (its scatter stores, to every rank, are then complete). False after 60 s.
-bool peersArrived(const tacoComm* c, int skip, uint32_t target, cudaStream_t s, uint32_t* word) {
+// Polls this rank's scratch until every other rank has raised flag 0 of the epoch (its scatter
+// stores, to every rank, are then complete). False after 60 s.
+bool othersArrived(const tacoComm* c, uint32_t target) {
   const auto t0 = Clock::now();
   for (int q = 0; q < g.P; ++q) {
-    if (q == g.rank || q == skip) continue;
-    for (;;) {
-      if (cudaMemcpyAsync(word, flagAddress(c, 0, q), 4, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-          cudaStreamSynchronize(s) != cudaSuccess)
-        return false;
-      if ((int32_t)(*word - target) >= 0) break;
+    if (q == g.rank) continue;
+    while ((int32_t)(readDeviceWord(flagAddress(c, 0, q)) - target) < 0) {
       if (secondsSince(t0) > 60) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -645,7 +647,9 @@ bool peersArrived(const tacoComm* c, int skip, uint32_t target, cudaStream_t s, 
 }
 
 void uploadInput(const Case& k) {
-  CUDA_OR_FAIL(cudaMemcpy(g.dA, inputFor(k).data(), k.count * dtypeSize(k.dtype), cudaMemcpyHostToDevice));
+  const std::vector<uint8_t>& in = inputFor(k);
+  CUDA_OR_FAIL(cudaMemcpyAsync(g.dA, in.data(), in.size(), cudaMemcpyHostToDevice, g.stream));
+  CUDA_OR_FAIL(cudaStreamSynchronize(g.stream));
 }
 
 // Rank P-1 skips; the others' kernels give up after TACO_WAIT_TIMEOUT_S=3 and say so.
@@ -686,37 +690,34 @@ void runTimeout(size_t index, const Case& k) {
 }
 
 // Rank P-1 skips; the others end their wait with tacoCommAbort from another thread
-// (TACO_WAIT_TIMEOUT_S=120 in this world, so only the abort can end it in time).
+// (TACO_WAIT_TIMEOUT_S=120 in this world, so only the abort can end it in time). No rank frees
+// its scratch before every other rank's scatter stores into it are done: the skipping rank,
+// whose kernel returned at once, sees every other rank's flag 0 arrive, then a barrier lets the
+// others abort: their kernels are in the wait for the skipping rank by then.
 void runAbort(size_t index, const Case& k) {
   releaseComms();
   const int skip = g.P - 1;
   tacoComm* c = createSkipping(k, skip);
   uploadInput(k);
-  cudaStream_t pollStream = nullptr;
-  uint32_t* word = nullptr;  // created before the call: nothing that synchronises the device while it waits
-  CUDA_OR_FAIL(cudaStreamCreateWithFlags(&pollStream, cudaStreamNonBlocking));
-  CUDA_OR_FAIL(cudaMallocHost(reinterpret_cast<void**>(&word), 4));
   const uint32_t target = epochOf(c) + 1;
   const auto t0 = Clock::now();
   tacoResult_t r = tacoAllReduce(g.dA, g.dB, k.count, k.dtype, tacoSum, c, g.stream);
   if (r != tacoSuccess) childFail("abort: the call returned %s: %s", tacoGetErrorString(r), tacoGetLastError(c));
   std::string note;
   if (g.rank != skip) {
-    // The peers' scatter stores must be complete before any scratch is freed (the abort frees ours).
-    bool arrived = false;
     tacoResult_t aborted = tacoInternalError;
     std::string abortError;
+    bool reached = false;
     std::thread aborter([&] {
-      arrived = peersArrived(c, skip, target, pollStream, word);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // our kernel is in its wait by now
+      reached = hubBarrier();  // the main thread waits on the stream meanwhile: the hub is this thread's
       aborted = tacoCommAbort(c);
       abortError = tacoGetLastError(nullptr);  // this thread's
     });
     const cudaError_t e = cudaStreamSynchronize(g.stream);
     const double waited = secondsSince(t0);
     aborter.join();
+    if (!reached) _exit(1);  // the parent is gone
     if (e != cudaSuccess) childFail("abort: the stream reports '%s' after the abort", cudaGetErrorString(e));
-    if (!arrived) childFail("abort: the other ranks' flags never arrived in this rank's scratch");
     if (aborted != tacoSuccess)
       childFail("abort: tacoCommAbort from another thread returned %s: %s", tacoGetErrorString(aborted),
                 abortError.c_str());
@@ -724,14 +725,13 @@ void runAbort(size_t index, const Case& k) {
     note = format("aborted from another thread, the wait ended after %.1f s", waited);
   } else {
     CUDA_OR_FAIL(cudaStreamSynchronize(g.stream));
-    if (!peersArrived(c, skip, target, pollStream, word))
+    if (!othersArrived(c, target))
       childFail("abort: the other ranks' flags never arrived in the skipping rank's scratch");
+    barrier();
     r = tacoCommDestroy(c);
     if (r != tacoSuccess) childFail("abort: tacoCommDestroy returned %s", tacoGetErrorString(r));
   }
   barrier();
-  CUDA_OR_FAIL(cudaFreeHost(word));
-  CUDA_OR_FAIL(cudaStreamDestroy(pollStream));
   sendResult(index, nullptr, 0, {}, note);
 }
 
@@ -831,8 +831,9 @@ bool computeExpected(int P, const std::vector<Case>& cases, std::vector<Expected
       for (int r = 0; r < P; ++r) in.push_back(makeInput(k.dtype, k.count, r, k.variant));
     const size_t bytes = k.count * dtypeSize(k.dtype);
     for (int r = 0; r < P && ok; ++r) {
-      ok = cudaOk(cudaMemcpy(send[r], in[r].data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy", why);
-      if (ok && !k.inplace) ok = cudaOk(cudaMemset(recv[r], 0xa5, bytes), "cudaMemset", why);
+      // On the calls' stream (the legacy stream is not ordered with it).
+      ok = cudaOk(cudaMemcpyAsync(send[r], in[r].data(), bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync", why);
+      if (ok && !k.inplace) ok = cudaOk(cudaMemsetAsync(recv[r], 0xa5, bytes, s), "cudaMemsetAsync", why);
     }
     if (!ok) break;
     int algo = -1;
