@@ -1,6 +1,6 @@
 // The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
 // One launch per chunk of the call (coll/peer_plan.h); each launch is one epoch.
-// A launch drives one rank (NCCL / CUDA IPC: one GPU per rank) or every rank of a
+// A launch drives one rank (NCCL / CUDA IPC: one rank per process) or every rank of a
 // loopback world (one GPU): CTA group g runs rank localRank[g], ctasPerRank CTAs each.
 //
 // Fused two-shot, rank r, P ranks, pieces = this chunk's part of every shard:
@@ -27,6 +27,12 @@
 // Why it cannot deadlock: the launch is cooperative, so all its CTAs are resident
 // together or the launch waits; a CTA only waits on other ranks' CTAs of the same
 // call, which are resident on their own GPU (or in this very launch on loopback).
+// Several processes on one GPU (cuda-ipc, ranksPerDevice > 1): each launch takes
+// 1/ranksPerDevice of the GPU, so that under MPS, where the processes' kernels run
+// concurrently, every rank's CTAs fit at once. Without MPS a GPU runs one context at a
+// time and time-slices between processes; compute preemption (Pascal and later) swaps a
+// spinning kernel out at the end of its slice, so the peer's kernel runs in a later
+// slice and the wait ends: correct, but each wait can cost a time slice per process.
 // Why it cannot replay stale data: see coll/device/peer_sync.cuh (epochs in device
 // memory, halves by epoch parity: a rank writes a half again two epochs later, and
 // reaching that epoch needs every peer's flags of the epoch in between, raised
@@ -313,7 +319,8 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   const CodecDesc* d = codecById(L.proto.k.id);
   const PeerKernel kernel = pickKernel(L.algo, d != nullptr ? d->format : -1, dtype);
   if (kernel == nullptr) return cudaErrorInvalidValue;
-  // Co-residency bound: every CTA of the launch must fit on the GPU at once.
+  // Co-residency bound: every CTA of the launch, and of the other ranks' launches on this GPU
+  // (ranksPerDevice counts them), must fit on the GPU at once.
   // The block kernels stage tiles through shared memory (compress and plain decompress pipelines).
   const size_t smem = L.algo == tacoAlgoOneShotRaw
                           ? 0
@@ -322,7 +329,7 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   cudaError_t e = residentPerSm(kernel, smem, &perSm);
   if (e != cudaSuccess) return e;
   const int sms = smCount();
-  const long maxPerRank = (long)sms * perSm / L.nLocal;
+  const long maxPerRank = (long)sms * perSm / L.ranksPerDevice;
   if (maxPerRank < 1) return cudaErrorCooperativeLaunchTooLarge;
   // Enough CTAs for the work (a warp per tile of 32 lanes), no more than fit.
   long want = (long)((workItems + kThreads - 1) / kThreads);

@@ -23,6 +23,7 @@ struct PeerLaunch {
   int algo;          // tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw
   int P;             // ranks of the communicator
   int nLocal;        // ranks this launch drives (loopback: P; otherwise 1)
+  int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
   int localRank[kPeerMaxRanks];
   const void* send[kPeerMaxRanks];  // per local rank

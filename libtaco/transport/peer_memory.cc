@@ -121,6 +121,7 @@ tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out
     pm->rank = r;
     pm->nranks = nranks;
     pm->bytes = bytes;
+    pm->ranksPerDevice = nranks;
     for (int q = 0; q < nranks; ++q) pm->base[q] = shared->mem + (size_t)q * bytes;
     attachWords(pm, shared->words);
     pm->owner = new (std::nothrow) LoopbackOwner(shared);
@@ -141,22 +142,32 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
     TACO_INFO("peer memory: none (%d ranks; the fused path needs 2..%d)", P, kMaxPeerRanks);
     return tacoSuccess;
   }
-  // 1. Same host? CUDA IPC handles only open on the host that made them.
+  // 1. Same host? CUDA IPC handles only open on the host that made them. Same GPU? Ranks
+  // are told apart by the device's UUID (ordinals differ between processes with
+  // CUDA_VISIBLE_DEVICES; a MIG instance has a UUID of its own).
   struct Who {
     char host[64];
     int device;
     int canMap;
+    unsigned char uuid[16];
   } mine{};
   gethostname(mine.host, sizeof(mine.host) - 1);
   cudaGetDevice(&mine.device);
+  cudaDeviceProp prop;
+  static_assert(sizeof(prop.uuid) == sizeof(mine.uuid), "cudaUUID_t is 16 bytes");
+  if (cudaGetDeviceProperties(&prop, mine.device) == cudaSuccess) memcpy(mine.uuid, &prop.uuid, sizeof(mine.uuid));
+  else (void)cudaGetLastError();  // all zeros: counted as sharing with every rank that failed too (safe)
   std::vector<Who> all(P);
   TACO_CHECK(t->hostAllGather(&mine, all.data(), sizeof(Who)));
-  for (int q = 0; q < P; ++q)
+  int sameDevice = 0;
+  for (int q = 0; q < P; ++q) {
     if (strncmp(all[q].host, mine.host, sizeof(mine.host)) != 0) {
       TACO_INFO("peer memory: none (rank %d is on host '%s', rank %d on '%s': the staged path)", me, mine.host,
                 q, all[q].host);
       return tacoSuccess;
     }
+    sameDevice += memcmp(all[q].uuid, mine.uuid, sizeof(mine.uuid)) == 0;
+  }
   // 2. Allocate, export, exchange.
   auto owner = std::unique_ptr<IpcOwner>(new IpcOwner());
   struct Handle {
@@ -179,6 +190,7 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
   pm.rank = me;
   pm.nranks = P;
   pm.bytes = bytes;
+  pm.ranksPerDevice = sameDevice;
   int ok = 1;
   for (int q = 0; q < P; ++q) ok &= handles[q].ok;
   for (int q = 0; q < P && ok; ++q) {
@@ -207,7 +219,8 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
   if (res == nullptr) return setError(tacoSystemError, "peer memory: out of host memory");
   attachWords(res, owner->words);
   res->owner = owner.release();
-  TACO_INFO("peer memory: cuda-ipc, %d ranks, %zu bytes of scratch per rank", P, bytes);
+  TACO_INFO("peer memory: cuda-ipc, %d ranks (%d on this GPU), %zu bytes of scratch per rank", P, sameDevice,
+            bytes);
   *out = res;
   return tacoSuccess;
 }

@@ -37,6 +37,10 @@ struct PeerMemory {
   const char* route = "none";   // "loopback", "nccl-symmetric" or "cuda-ipc"
   int rank = 0, nranks = 0;
   size_t bytes = 0;                   // scratch bytes per rank, the same on every rank
+  // Ranks whose peer kernels share this rank's GPU, this one included: loopback, every rank;
+  // cuda-ipc, the processes on this device (one for one GPU per rank). The kernels' launcher
+  // divides the GPU among them (coll/allreduce_peer.cu).
+  int ranksPerDevice = 1;
   char* base[kMaxPeerRanks] = {};     // every rank's scratch as mapped in this process; base[rank] is ours
   // Host-mapped pinned words, as device pointers (the kernel polls / writes them) and
   // host pointers (tacoCommAbort sets abort; tacoCommGetAsyncError reads status).
