@@ -467,36 +467,12 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   cpAsyncWait<0>();
 }
 
-// The bytes a tile of blocks [b0, b1) reads: every input's codes and scales, and the
-// exact input, prefetched into L2 by the warp one tile ahead. The tile sums its
-// inputs one after another (each decode needs its loads, and holding several
-// inputs' codes in registers spills), so without it a tile waits for one DRAM
-// latency per input; with it, all but the first tile's loads hit L2.
-template <typename T, int FMT>
-__device__ __forceinline__ void prefetchTile(const Args& a, size_t tile, int groupsPerWarp, int lane) {
-  const size_t b0 = tile * groupsPerWarp;
-  const size_t b1 = b0 + groupsPerWarp < a.nBlocks ? b0 + groupsPerWarp : a.nBlocks;
-  if (b0 >= b1) return;
-  const size_t cb = codeBytes((CodeFormat)FMT, a.k.B), sb = a.k.adaptive ? 8 : 4;
-  for (int q = 0; q < a.in.n; ++q) {
-    warpPrefetchL2(a.in.ptr[q], TACO_HEADER_BYTES + b0 * cb, TACO_HEADER_BYTES + b1 * cb, lane);
-    warpPrefetchL2(a.in.ptr[q], a.scalesOffset + b0 * sb, a.scalesOffset + b1 * sb, lane);
-  }
-  if (a.x != nullptr) {
-    const size_t e1 = b1 * a.k.B < a.count ? b1 * a.k.B : a.count;
-    warpPrefetchL2(a.x, b0 * a.k.B * sizeof(T), e1 * sizeof(T), lane);
-  }
-}
-
 // Decompress-accumulate and decompress-reduce-compress, one tile at a time without
 // staging (and plain decompress when its inputs fail the header check: NaN output).
 template <typename T, int MODE, int FMT>
 __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                              int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
-  const int lane = groupInWarp * a.k.tpb + t;
-  if (warp < nTiles) prefetchTile<T, FMT>(a, warp, groupsPerWarp, lane);
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    if (tile + nWarps < nTiles) prefetchTile<T, FMT>(a, tile + nWarps, groupsPerWarp, lane);
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];

@@ -69,24 +69,6 @@ __device__ __forceinline__ void cpAsyncWait() {
 #endif
 }
 
-// Hint: bring the 128-byte line holding p into L2. Costs no registers and cannot fault
-// on the addresses it is given (callers stay inside their buffers).
-__device__ __forceinline__ void prefetchL2(const void* p) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-#endif
-}
-
-// The warp's lanes prefetch the lines of bytes [lo, hi) of `base` into L2, lane i taking
-// lines i, i + 32, ... (lo rounded down to its line: never before `base`'s first line).
-__device__ __forceinline__ void warpPrefetchL2(const void* base, size_t lo, size_t hi, int lane) {
-  const char* b = static_cast<const char*>(base);
-  const size_t first = (lo + ((uintptr_t)b & 127)) & ~(size_t)127;  // line offsets from b's line
-  const char* line0 = b - ((uintptr_t)b & 127);
-  for (size_t off = first + (size_t)lane * 128; off < hi + ((uintptr_t)b & 127); off += 32 * 128)
-    prefetchL2(line0 + off);
-}
-
 // Walsh-Hadamard butterflies in ascending stride: the chunk bits (in registers),
 // the thread bits (shuffles), then the chunk-index bits (in registers).
 template <int V>
