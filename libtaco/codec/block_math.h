@@ -184,5 +184,16 @@ TACO_HD float decodeScale(float s, float alpha, float c) { return (s * c) / alph
 using taco::fromFloat;
 using taco::toFloat;
 
+// The bf16 codec's rounding of an fp32 value: to nearest even, saturating, as the FP8
+// codes do: a finite value beyond bf16's largest finite (one that would round to Inf,
+// magnitude bits 0x7f7f8000 ... 0x7f7fffff) becomes +-0x7f7f; NaN and Inf stay.
+TACO_HD __nv_bfloat16 toBf16Saturating(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) - 0x7f7f8000u < 0x8000u) u -= 0x8000u;  // now rounds down to 0x7f7f
+  memcpy(&v, &u, 4);
+  return fromFloat<__nv_bfloat16>(v);
+}
+
 }  // namespace blockmath
 }  // namespace taco

@@ -196,9 +196,13 @@ float loadWireElem(const HostCodec& h, const uint8_t* payload, tacoDataType_t dt
   return loadElem(payload, h.d->format == kFmtBf16 ? tacoBfloat16 : dt, i);
 }
 float storeWireElem(const HostCodec& h, uint8_t* payload, tacoDataType_t dt, size_t i, float v) {
-  const tacoDataType_t wt = h.d->format == kFmtBf16 ? tacoBfloat16 : dt;
-  storeElem(payload, wt, i, v);
-  return loadElem(payload, wt, i);
+  if (h.d->format != kFmtBf16) {
+    storeElem(payload, dt, i, v);
+    return loadElem(payload, dt, i);
+  }
+  __nv_bfloat16* p = reinterpret_cast<__nv_bfloat16*>(payload) + i;
+  *p = toBf16Saturating(v);
+  return toFloat<__nv_bfloat16>(*p);
 }
 
 // The one routine behind all four host entry points: optional accumulation of

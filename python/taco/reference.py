@@ -19,6 +19,7 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
     s     = ((m * c) / Qmax) / lift;  inv = Qmax / m  (0 if m == 0)
     q     = encode(Z' * inv)                (FP8 satfinite RNE; INT round-half-even, clamped to +-Qmax)
     decode: d = (s * c) / alpha;  W = decode(q) * d;  y = FWHT(W) (rotation) else W
+    bf16: round to nearest even, saturating finite values at +-0x7F7F
 
 Accumulation of k compressed inputs plus an optional exact input, in order:
 R = W_0 + W_1 + ... (in the rotated domain), then y = FWHT(R) + exact.
@@ -222,6 +223,18 @@ def _compress_blocks(c: _Codec, v: np.ndarray):
     return codes, alpha, s
 
 
+def _to_wire(c: _Codec, v: np.ndarray, dtype) -> np.ndarray:
+    """Elementwise codecs: fp32 values -> wire elements. bf16 rounds to nearest even and
+    saturates: a finite value beyond bf16's largest finite (it would round to Inf) becomes
+    +-0x7F7F; NaN and Inf stay. `none` is the dtype itself."""
+    if c.fmt != "bf16":
+        return v.astype(np.dtype(dtype))
+    u = v.astype(np.float32).view(np.uint32)
+    with np.errstate(over="ignore"):
+        over = ((u & np.uint32(0x7FFFFFFF)) - np.uint32(0x7F7F8000)) < np.uint32(0x8000)
+    return np.where(over, u - np.uint32(0x8000), u).astype(np.uint32).view(np.float32).astype(ml_dtypes.bfloat16)
+
+
 def _as_blocks(x: np.ndarray, c: _Codec) -> np.ndarray:
     n = x.size
     nb = -(-n // c.B)
@@ -297,8 +310,7 @@ def compress(x: np.ndarray, codec: str = "taco", block: int | None = None) -> np
     c = _Codec(codec, block)
     flat = x.reshape(-1)
     if not c.blocked:
-        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else x.dtype
-        codes = flat.astype(np.float32).astype(wt).view(np.uint8).reshape(1, -1)
+        codes = _to_wire(c, flat.astype(np.float32), x.dtype).view(np.uint8).reshape(1, -1)
         return _pack(c, x.size, x.dtype, codes)
     codes, alpha, s = _compress_blocks(c, _as_blocks(flat, c))
     return _pack(c, x.size, x.dtype, codes, alpha, s)
@@ -348,8 +360,7 @@ def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, 
     _dtype_code(dtype)
     r = _accumulate(c, list(wires), count, dtype, exact)
     if not c.blocked:
-        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else np.dtype(dtype)
-        codes = r.astype(wt).view(np.uint8).reshape(1, -1)
+        codes = _to_wire(c, r, dtype).view(np.uint8).reshape(1, -1)
         wire = _pack(c, count, dtype, codes)
     else:
         r = r.copy()
