@@ -172,17 +172,84 @@ TACO_HD QuantScales quantScales(float m, float c, CodeFormat f) {
   return r;
 }
 
-// Blocks without the adaptive scale whose max is below 2^-64 are quantised
-// after an exact power-of-two lift (so Qmax / m cannot overflow); the stored
-// scale is divided back.
-TACO_HD float tinyLift(float m0, bool adaptive) { return (!adaptive && m0 < 0x1p-64f) ? 0x1p64f : 1.0f; }
+// Blocks without the adaptive scale are quantised after an exact power-of-two lift
+// when their max is below 2^-64 (2^64, so that Qmax / m cannot overflow) or at least
+// 2^64 (2^-64, so that the rotation cannot); the stored scale is divided back. The
+// scaling is exact: a lifted block gets the codes and scale it would get without it
+// wherever that arithmetic neither overflows nor underflows.
+TACO_HD float blockLift(float m0, bool adaptive) {
+  if (adaptive) return 1.0f;
+  return m0 < 0x1p-64f ? 0x1p64f : (m0 >= 0x1p64f ? 0x1p-64f : 1.0f);
+}
+
+TACO_HD float nextUp(float s) {  // the next float above s >= 0 (finite)
+  uint32_t b;
+  memcpy(&b, &s, 4);
+  ++b;
+  memcpy(&s, &b, 4);
+  return s;
+}
+
+// qs from quantScales of the lifted block; returns the stored scale s = qs.s / lift.
+// That division is exact unless s falls into the subnormal range or overflows: then
+// s is rounded up (saturated at FLT_MAX), so that the codes stay within Qmax, and the
+// codes are taken from that s (inv = c / (s * lift)), so that they match the scale the
+// decoder sees rather than one the wire cannot hold (docs/codecs.md, "Range").
+TACO_HD float unliftScale(QuantScales& qs, float lift, float c) {
+  const float sl = qs.s;
+  float s = sl / lift;
+  if (s * lift != sl) {
+    if (s > FLT_MAX) {
+      s = FLT_MAX;
+    } else if (s * lift < sl) {
+      s = nextUp(s);
+    }
+    qs.inv = c / (s * lift);
+  }
+  return s;
+}
 
 // Per-element decode multiplier: code * d, then (with rotation) FWHT.
 TACO_HD float decodeScale(float s, float alpha, float c) { return (s * c) / alpha; }
 
+// The decode of a block runs scaled by an exact 2^-K when its multiplier d = (s*c)/alpha
+// is outside [2^-100, 2^100]: K = 64 above, where the rotation back could overflow,
+// K = -64 below, where code * d would lose bits to underflow, 0 (the plain decode)
+// elsewhere. decodeShift() tells from t = s*c and alpha without the division; a block of
+// several inputs takes the largest K of its inputs (a NaN input gives 0, and makes the
+// whole block NaN whatever K is). With K != 0, d is decodeScaleShifted(), and every
+// decoded value goes through unshift() after the rotation. Wherever the plain decode is
+// finite and free of subnormals the two agree bit for bit (scaling by a power of two is
+// exact): only the extremes change.
+TACO_HD int decodeShift(float s, float alpha, float c) {
+  const float t = fabsf(s * c), a = fabsf(alpha);
+  return t > a * 0x1p100f ? 64 : (t < a * 0x1p-100f ? -64 : 0);
+}
+TACO_HD float decodeScaleShifted(float s, float alpha, float c, int K) {
+  return K == 0 ? decodeScale(s, alpha, c) : decodeScale(s * (K > 0 ? 0x1p-64f : 0x1p64f), alpha, c);
+}
+// Back from 2^-K (K != 0): rounded once into the subnormal range (K < 0), or saturated
+// at +-FLT_MAX (K > 0: a finite block never decodes to Inf; NaN stays NaN).
+TACO_HD float unshift(float v, int K) {
+  if (K < 0) return v * 0x1p-64f;
+  const float lim = 0x1.fffffep63f;  // FLT_MAX * 2^-64
+  return (fabsf(v) > lim ? copysignf(lim, v) : v) * 0x1p64f;
+}
+
 // Element conversions (core/dtype_convert.cuh).
 using taco::fromFloat;
 using taco::toFloat;
+
+// The bf16 codec's rounding of an fp32 value: to nearest even, saturating, as the FP8
+// codes do: a finite value beyond bf16's largest finite (one that would round to Inf,
+// magnitude bits 0x7f7f8000 ... 0x7f7fffff) becomes +-0x7f7f; NaN and Inf stay.
+TACO_HD __nv_bfloat16 toBf16Saturating(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) - 0x7f7f8000u < 0x8000u) u -= 0x8000u;  // now rounds down to 0x7f7f
+  memcpy(&v, &u, 4);
+  return fromFloat<__nv_bfloat16>(v);
+}
 
 }  // namespace blockmath
 }  // namespace taco

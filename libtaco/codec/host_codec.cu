@@ -119,8 +119,9 @@ void loadCodes4(const uint8_t* bc, int i, uint8_t (&c)[4], CodeFormat f) {
 }
 
 // Compresses one block v[0..B) (destroyed) into codes/scales of block `blk`;
-// leaves the decoded codes in v and returns the decode multiplier.
-float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales, size_t blk) {
+// leaves the decoded codes in v and returns the decode multiplier, and in K the
+// decode's exponent shift (block_math.h, decodeShift).
+float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales, size_t blk, int& K) {
   const int B = h.B;
   const CodeFormat f = h.d->format;
   float m0 = 0.0f;
@@ -136,7 +137,7 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
       alpha = adaptiveAlpha(S, ks.e, h.log2B);
       for (int i = 0; i < B; ++i) v[i] *= alpha;
     }
-    const float lift = tinyLift(m0, h.d->adaptive);
+    const float lift = blockLift(m0, h.d->adaptive);
     if (lift != 1.0f)
       for (int i = 0; i < B; ++i) v[i] *= lift;
     float m = m0 * lift;
@@ -146,7 +147,7 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
       for (int i = 0; i < B; ++i) m = fmax2(m, magnitude(v[i]));
     }
     qs = quantScales(m, h.c, f);
-    qs.s = qs.s / lift;
+    qs.s = unliftScale(qs, lift, h.c);
   } else {
     qs.s = canonicalNaN();
     alpha = canonicalNaN();
@@ -166,18 +167,37 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
   } else {
     scales[blk] = qs.s;
   }
-  return decodeScale(qs.s, alpha, h.c);
+  K = decodeShift(qs.s, alpha, h.c);
+  return decodeScaleShifted(qs.s, alpha, h.c, K);
 }
 
-// v[0..B) = sum over inputs of code * d (in input order), then the rotation.
+// Block blk's scales (alpha, s) of input q (alpha = 1 without the adaptive scale).
+void inputScales(const HostCodec& h, const AccumInputs& in, const WireLayout& w, int q, size_t blk, float& alpha,
+                 float& s) {
+  const float* sc = reinterpret_cast<const float*>(static_cast<const uint8_t*>(in.ptr[q]) + w.scalesOffset);
+  alpha = h.d->adaptive ? sc[2 * blk] : 1.0f;
+  s = h.d->adaptive ? sc[2 * blk + 1] : sc[blk];
+}
+
+// v[0..B) = sum over inputs of code * d (in input order), then the rotation, then back
+// from the decode's exponent shift (block_math.h, decodeShift).
 void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout& w, size_t blk, float* v) {
   const int B = h.B;
   const CodeFormat f = h.d->format;
   for (int i = 0; i < B; ++i) v[i] = 0.0f;
+  int K = -64;  // the largest shift of the inputs (0 without inputs)
+  for (int q = 0; q < in.n; ++q) {
+    float alpha, s;
+    inputScales(h, in, w, q, blk, alpha, s);
+    const int k = decodeShift(s, alpha, h.c);
+    K = k > K ? k : K;
+  }
+  if (in.n == 0) K = 0;
   for (int q = 0; q < in.n; ++q) {
     const uint8_t* base = static_cast<const uint8_t*>(in.ptr[q]);
-    const float* sc = reinterpret_cast<const float*>(base + w.scalesOffset);
-    const float d = h.d->adaptive ? decodeScale(sc[2 * blk + 1], sc[2 * blk], h.c) : decodeScale(sc[blk], 1.0f, h.c);
+    float alpha, s;
+    inputScales(h, in, w, q, blk, alpha, s);
+    const float d = decodeScaleShifted(s, alpha, h.c, K);
     const uint8_t* bc = base + w.codesOffset + codeBytes(f, blk * (size_t)B);
     for (int i = 0; i < B; i += 4) {
       uint8_t c[4];
@@ -189,6 +209,8 @@ void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout
     }
   }
   if (h.d->rotate) fwhtHost(v, B);
+  if (K != 0)
+    for (int i = 0; i < B; ++i) v[i] = unshift(v[i], K);
 }
 
 // Elementwise codecs: the wire element is bf16 (codec bf16) or the dtype itself (none).
@@ -196,9 +218,13 @@ float loadWireElem(const HostCodec& h, const uint8_t* payload, tacoDataType_t dt
   return loadElem(payload, h.d->format == kFmtBf16 ? tacoBfloat16 : dt, i);
 }
 float storeWireElem(const HostCodec& h, uint8_t* payload, tacoDataType_t dt, size_t i, float v) {
-  const tacoDataType_t wt = h.d->format == kFmtBf16 ? tacoBfloat16 : dt;
-  storeElem(payload, wt, i, v);
-  return loadElem(payload, wt, i);
+  if (h.d->format != kFmtBf16) {
+    storeElem(payload, dt, i, v);
+    return loadElem(payload, dt, i);
+  }
+  __nv_bfloat16* p = reinterpret_cast<__nv_bfloat16*>(payload) + i;
+  *p = toBf16Saturating(v);
+  return toFloat<__nv_bfloat16>(*p);
 }
 
 // The one routine behind all four host entry points: optional accumulation of
@@ -248,10 +274,13 @@ tacoResult_t run(tacoCodec_t codec, const AccumInputs* in, const void* x, void* 
     }
     if (o != nullptr) {
       for (int i = n; i < B; ++i) v[i] = 0.0f;  // compress the sum as compress() would: zero padding
-      float d = compressBlock(h, v.data(), o + w.codesOffset, reinterpret_cast<float*>(o + w.scalesOffset), blk);
+      int K;
+      float d = compressBlock(h, v.data(), o + w.codesOffset, reinterpret_cast<float*>(o + w.scalesOffset), blk, K);
       if (y == nullptr) continue;
       for (int i = 0; i < B; ++i) v[i] = v[i] * d;
       if (h.d->rotate) fwhtHost(v.data(), B);
+      if (K != 0)
+        for (int i = 0; i < B; ++i) v[i] = unshift(v[i], K);
     }
     if (y != nullptr)
       for (int i = 0; i < n; ++i) storeElem(y, dt, b0 + i, v[i]);

@@ -15,13 +15,19 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
           x = x * alpha
     rot:  Z' = FWHT(x) with butterflies in ascending stride (unnormalised)
     m     = max |Z'|;  c = 1/sqrt(B) (rotation) else 1
-    lift  = 2^64 if not ASH and m0 < 2^-64 else 1;  x = x * lift   (before the rotation)
+    lift  = not ASH: 2^64 if m0 < 2^-64, 2^-64 if m0 >= 2^64;  else 1;  x = x * lift  (before the rotation)
     s     = ((m * c) / Qmax) / lift;  inv = Qmax / m  (0 if m == 0)
+            if s * lift != (m * c) / Qmax (s subnormal or overflowed): s rounded up instead (the
+            next float if it was rounded down, FLT_MAX if inf), inv = c / (s * lift)
     q     = encode(Z' * inv)                (FP8 satfinite RNE; INT round-half-even, clamped to +-Qmax)
-    decode: d = (s * c) / alpha;  W = decode(q) * d;  y = FWHT(W) (rotation) else W
+    decode: t = s * c;  K = 64 if |t| > |alpha| 2^100, -64 if |t| < |alpha| 2^-100, else 0
+            (a block of several inputs: the largest K);  d = ((s * 2^-K) * c) / alpha
+            W = decode(q) * d;  y = FWHT(W) (rotation) else W;  then with K = 64: y = sat(y,
+            +-FLT_MAX 2^-64) * 2^64, with K = -64: y = y * 2^-64   (docs/codecs.md, "Range")
+    bf16: round to nearest even, saturating finite values at +-0x7F7F
 
 Accumulation of k compressed inputs plus an optional exact input, in order:
-R = W_0 + W_1 + ... (in the rotated domain), then y = FWHT(R) + exact.
+R = W_0 + W_1 + ... (in the rotated domain), then y = unshift(FWHT(R)) + exact.
 """
 from __future__ import annotations
 
@@ -185,6 +191,53 @@ def _unpack_int6(packed: np.ndarray) -> np.ndarray:
     return np.stack([(w >> s) & 0x3F for s in (0, 6, 12, 18)], axis=-1).astype(np.uint8).reshape(packed.shape[0], -1)
 
 
+FLT_MAX = np.float32(np.finfo(np.float32).max)
+LIFT_BELOW, LIFT_ABOVE = np.float32(2.0 ** -64), np.float32(2.0 ** 64)
+SHIFT_BELOW, SHIFT_ABOVE = np.float32(2.0 ** -100), np.float32(2.0 ** 100)
+
+
+def _lift(m0: np.ndarray, adaptive: bool) -> np.ndarray:
+    """Exact power of two applied before quantising by codecs without the adaptive scale:
+    2^64 for blocks with max below 2^-64 (Qmax / m stays finite), 2^-64 for blocks with
+    max at least 2^64 (the rotation cannot overflow), else 1."""
+    if adaptive:
+        return np.ones(m0.shape, np.float32)
+    return np.where(m0 < LIFT_BELOW, LIFT_ABOVE,
+                    np.where(m0 >= LIFT_ABOVE, LIFT_BELOW, np.float32(1.0))).astype(np.float32)
+
+
+def _next_up(s: np.ndarray) -> np.ndarray:
+    return np.nextafter(s, np.float32(np.inf)).astype(np.float32)
+
+
+def _decode_scales(c: "_Codec", scales: list):
+    """[(alpha, s)] per input (at least one) -> ([d per input], K). K is the block's
+    exponent shift: per input 64 when d = (s*c)/alpha is above 2^100 (the rotation back could
+    overflow), -64 when below 2^-100 (code * d would lose bits to underflow), else 0 (the
+    plain decode), told from t = s*c and alpha without the division; the block takes the
+    largest. With K != 0 every d is computed from s * 2^-K."""
+    with np.errstate(all="ignore"):
+        ks = []
+        for a, s in scales:
+            t, aa = np.abs(s * c.c), np.abs(a)
+            ks.append(np.where(t > aa * SHIFT_ABOVE, 64, np.where(t < aa * SHIFT_BELOW, -64, 0)))
+        K = np.max(ks, axis=0).astype(np.int64)
+        shift = np.ldexp(np.float32(1), -K).astype(np.float32)
+        ds = [(((s * shift) * c.c) / a).astype(np.float32) for a, s in scales]
+    return ds, K
+
+
+def _unshift(r: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """The decoded block back from 2^-K: saturated at +-FLT_MAX (K = 64), rounded once into
+    the subnormal range (K = -64)."""
+    with np.errstate(all="ignore"):
+        lim = np.float32(FLT_MAX * np.float32(2.0 ** -64))
+        sat = np.where(np.abs(r) > lim, np.copysign(lim, r), r).astype(np.float32)
+        up = sat * np.float32(2.0 ** 64)
+        down = r * np.float32(2.0 ** -64)
+        return np.where((K > 0)[:, None], up, np.where((K < 0)[:, None], down, r)).astype(np.float32)
+
+
 def _compress_blocks(c: _Codec, v: np.ndarray):
     """v: (nblocks, B) float32 -> (codes uint8 (nblocks, B), alpha, s) all float32."""
     v = v.astype(np.float32, copy=True)
@@ -204,22 +257,38 @@ def _compress_blocks(c: _Codec, v: np.ndarray):
             mean_sq = np.ldexp(S.astype(np.float64), 2 * e - 20 - c.log2B)
             alpha = (TAU / np.sqrt(mean_sq + EPS)).astype(np.float32)
             v = v * alpha[:, None]
-        # tiny blocks of non-adaptive codecs: exact 2^64 lift so Qmax / m cannot overflow
-        lift = np.where((not c.adaptive) & (m0 < np.float32(2.0 ** -64)), np.float32(2.0 ** 64), np.float32(1.0))
-        lift = lift.astype(np.float32)
+        lift = _lift(m0, c.adaptive)
         v = v * lift[:, None]
         m = m0 * lift
         if c.rotate:
             v = _fwht(v)
             m = _magnitude(v).max(axis=1)
         q = np.float32(_QMAX[c.fmt])
-        s = ((m * c.c) / q) / lift
+        s_lifted = (m * c.c) / q
+        s = s_lifted / lift
         inv = np.where(m > 0, q / np.where(m > 0, m, np.float32(1)), np.float32(0)).astype(np.float32)
+        # the stored scale lost bits (subnormal) or overflowed: round it up (saturate at
+        # FLT_MAX), and take the codes from the scale the decoder will see
+        off = s * lift != s_lifted
+        s = np.where(off & (s == np.inf), FLT_MAX, np.where(off & (s * lift < s_lifted), _next_up(s), s))
+        inv = np.where(off, c.c / np.where(off, s * lift, np.float32(1)), inv).astype(np.float32)
         codes = _encode(v * inv[:, None], c.fmt)
     codes = np.where(bad[:, None], np.uint8(_NAN_CODE[c.fmt]), codes).astype(np.uint8)
     s = np.where(bad, CANONICAL_NAN, s).astype(np.float32)
     alpha = np.where(bad, CANONICAL_NAN, alpha).astype(np.float32)
     return codes, alpha, s
+
+
+def _to_wire(c: _Codec, v: np.ndarray, dtype) -> np.ndarray:
+    """Elementwise codecs: fp32 values -> wire elements. bf16 rounds to nearest even and
+    saturates: a finite value beyond bf16's largest finite (it would round to Inf) becomes
+    +-0x7F7F; NaN and Inf stay. `none` is the dtype itself."""
+    if c.fmt != "bf16":
+        return v.astype(np.dtype(dtype))
+    u = v.astype(np.float32).view(np.uint32)
+    with np.errstate(over="ignore"):
+        over = ((u & np.uint32(0x7FFFFFFF)) - np.uint32(0x7F7F8000)) < np.uint32(0x8000)
+    return np.where(over, u - np.uint32(0x8000), u).astype(np.uint32).view(np.float32).astype(ml_dtypes.bfloat16)
 
 
 def _as_blocks(x: np.ndarray, c: _Codec) -> np.ndarray:
@@ -281,10 +350,7 @@ def _unpack(c: _Codec, wire: np.ndarray, count: int, dtype):
         alpha, s = sc[0::2], sc[1::2]
     else:
         alpha, s = np.ones(nblocks, np.float32), sc
-    with np.errstate(all="ignore"):
-        d = (s * c.c) / alpha
-        w = _decode(codes, c.fmt) * d[:, None]
-    return w, None
+    return _decode(codes, c.fmt), (alpha, s)
 
 
 # ---------------------------------------------------------------- public API
@@ -297,8 +363,7 @@ def compress(x: np.ndarray, codec: str = "taco", block: int | None = None) -> np
     c = _Codec(codec, block)
     flat = x.reshape(-1)
     if not c.blocked:
-        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else x.dtype
-        codes = flat.astype(np.float32).astype(wt).view(np.uint8).reshape(1, -1)
+        codes = _to_wire(c, flat.astype(np.float32), x.dtype).view(np.uint8).reshape(1, -1)
         return _pack(c, x.size, x.dtype, codes)
     codes, alpha, s = _compress_blocks(c, _as_blocks(flat, c))
     return _pack(c, x.size, x.dtype, codes, alpha, s)
@@ -306,14 +371,21 @@ def compress(x: np.ndarray, codec: str = "taco", block: int | None = None) -> np
 
 def _accumulate(c: _Codec, wires, count: int, dtype, exact) -> np.ndarray:
     """fp32 sum of the decoded inputs (+ exact), padded to whole blocks (nblocks, B) or flat."""
-    parts = [_unpack(c, w, count, dtype)[0] for w in wires]
+    unpacked = [_unpack(c, w, count, dtype) for w in wires]
     shape = (count,) if not c.blocked else (-(-count // c.B), c.B)
+    parts, K = [f for f, _ in unpacked], None
+    if c.blocked and unpacked:
+        ds, K = _decode_scales(c, [sc for _, sc in unpacked])
     with np.errstate(all="ignore"):
+        if K is not None:
+            parts = [f * d[:, None] for f, d in zip(parts, ds)]
         r = np.zeros(shape, np.float32) if not parts else parts[0].copy()
         for p in parts[1:]:
             r = r + p
         if c.rotate:
             r = _fwht(r)
+        if K is not None:
+            r = _unshift(r, K)
         if exact is not None:
             e = np.asarray(exact).reshape(-1)
             if e.size != count or e.dtype != np.dtype(dtype):
@@ -324,7 +396,8 @@ def _accumulate(c: _Codec, wires, count: int, dtype, exact) -> np.ndarray:
 
 
 def _finish(r: np.ndarray, count: int, dtype) -> np.ndarray:
-    return r.reshape(-1)[:count].astype(np.dtype(dtype))
+    with np.errstate(over="ignore"):  # beyond a 16-bit dtype's range: Inf, as IEEE rounding gives
+        return r.reshape(-1)[:count].astype(np.dtype(dtype))
 
 
 def decompress(wire, codec: str, count: int, dtype=np.float32, block: int | None = None) -> np.ndarray:
@@ -348,8 +421,7 @@ def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, 
     _dtype_code(dtype)
     r = _accumulate(c, list(wires), count, dtype, exact)
     if not c.blocked:
-        wt = ml_dtypes.bfloat16 if c.fmt == "bf16" else np.dtype(dtype)
-        codes = r.astype(wt).view(np.uint8).reshape(1, -1)
+        codes = _to_wire(c, r, dtype).view(np.uint8).reshape(1, -1)
         wire = _pack(c, count, dtype, codes)
     else:
         r = r.copy()

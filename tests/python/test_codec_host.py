@@ -111,8 +111,8 @@ def test_non_finite_input_makes_its_block_non_finite(codec, bad, dtype):
 
 def edge_blocks(dtype, B):
     """Blocks of B side by side: ordinary, zero, NaN, +Inf, -Inf, tiny (below the 2^-64 lift),
-    fp32-subnormal, a lone smallest subnormal, constant, and huge (the rotation overflows
-    fp32 for fp32/bf16; fp16's largest values); the last block cut short."""
+    fp32-subnormal, a lone smallest subnormal, constant, and huge (lifted by 2^-64 so that the
+    rotation cannot overflow, for fp32/bf16; fp16's largest values); the last block cut short."""
     lap = lambda seed, scale: laplace(B, np.float32, seed=seed, scale=scale)  # noqa: E731
     huge = 6e4 / 8 if dtype == np.float16 else 1e37
     blocks = [lap(1, 1.0), np.zeros(B, np.float32), lap(2, 1.0), lap(3, 1.0), lap(4, 1.0), lap(5, 1e-25),
@@ -142,7 +142,7 @@ def test_rotated_int_codecs_at_the_edges_match_reference(codec, block, dtype):
     assert np.all(np.isnan(yf[2 * B:5 * B])), "NaN / Inf blocks decode to NaN"
     assert np.all(np.isfinite(yf[:B])) and np.all(np.isfinite(yf[5 * B:9 * B]))
     if dtype != np.float16:  # fp16's own range can overflow on output (as NCCL's fp16 sum does)
-        assert not np.any(np.isinf(yf)), "finite input decoded to Inf"
+        assert np.all(np.isfinite(yf[5 * B:])), "finite input (the huge block too) decoded to NaN / Inf"
 
 
 # Worst NMSE of one round trip on Laplace data at unit scale (measured, with margin).
@@ -176,8 +176,6 @@ def test_fp32_denormals_round_trip(codec):
 @pytest.mark.parametrize("dtype,scale", [(np.float16, 3e3), (np.float16, 1e-6), (BF16, 1e37), (BF16, 1e-37)],
                          ids=["fp16-large", "fp16-subnormal", "bf16-large", "bf16-small"])
 def test_half_extremes_round_trip(codec, dtype, scale):
-    if codec in ("int8-hadamard", "int6-hadamard") and scale > 1e36:
-        scale = 1e35  # known limit: the unscaled rotation overflows fp32 within 2^10 of FLT_MAX (docs/codecs.md)
     # Laplace tails reach ~10x scale: fp16 3e3 puts the largest block maxima near 30000.
     x = laplace(1 << 12, dtype, seed=5, scale=scale)
     y = taco.decompress(taco.compress(x, codec), codec, x.size, dtype)

@@ -121,15 +121,47 @@ __device__ __forceinline__ void storeFp8Words(uint8_t* codes, size_t block, int 
     *reinterpret_cast<uint32_t*>(dst) = encodeWord<FMT>(v, inv);
 }
 
+// Input q's scales (alpha, s) of `block` (alpha = 1 without the adaptive scale).
+__device__ __forceinline__ void inputScales(const Args& a, int q, size_t block, float& alpha, float& s) {
+  const float* sc = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a.in.ptr[q]) + a.scalesOffset);
+  alpha = a.k.adaptive ? sc[2 * block] : 1.0f;
+  s = a.k.adaptive ? sc[2 * block + 1] : sc[block];
+}
+
+// The decode's exponent shift of `block`: the largest of its inputs' (block_math.h,
+// decodeShift; a.in.n > 0). No division: the plain decode's cost stays one per input.
+__device__ __forceinline__ int blockDecodeShift(const Args& a, size_t block) {
+  int K = -64;
+  for (int q = 0; q < a.in.n; ++q) {
+    float alpha, s;
+    inputScales(a, q, block, alpha, s);
+    K = max(K, decodeShift(s, alpha, a.k.c));
+  }
+  return K;
+}
+
+// Back from the decode's exponent shift K != 0 (block_math.h, unshift).
+template <int N>
+__device__ __forceinline__ void unshiftAll(float (&v)[N], int K) {
+  if (K < 0) {
+#pragma unroll
+    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], -64);
+  } else {
+#pragma unroll
+    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], 64);
+  }
+}
+
 template <typename T, int FMT, bool FIRST>
-__device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t block, int t, bool active,
+__device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t block, int t, bool active, int K,
                                                 float (&v)[kPerThread]) {
   constexpr int V = Vec<T>::V;
   const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
   float d = 0.0f;
   if (active) {
-    const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
-    d = a.k.adaptive ? decodeScale(sc[2 * block + 1], sc[2 * block], a.k.c) : decodeScale(sc[block], 1.0f, a.k.c);
+    float alpha, s;
+    inputScales(a, q, block, alpha, s);
+    d = decodeScaleShifted(s, alpha, a.k.c, K);
   }
   // every chunk's load issued before the first decode (memory-level parallelism)
   uint8_t c[Vec<T>::NCH][V];
@@ -156,18 +188,21 @@ __device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t blo
 
 // Decoded sum of the k inputs for this thread's elements of `block`: R = W_0 + W_1 + ...
 // (W_q = code * d_q, the first one assigned, not added to 0, so that -0 survives), then
-// the rotation.
+// the rotation, then back from the decode's exponent shift.
 template <typename T, int FMT>
 __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
                                                float (&v)[kPerThread]) {
+  int K = 0;
   if (a.in.n == 0) {
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
   } else {
-    accumulateInput<T, FMT, true>(a, 0, block, t, active, v);
-    for (int q = 1; q < a.in.n; ++q) accumulateInput<T, FMT, false>(a, q, block, t, active, v);
+    if (active) K = blockDecodeShift(a, block);
+    accumulateInput<T, FMT, true>(a, 0, block, t, active, K, v);
+    for (int q = 1; q < a.in.n; ++q) accumulateInput<T, FMT, false>(a, q, block, t, active, K, v);
   }
   if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+  if (K != 0) unshiftAll(v, K);
 }
 
 // Block max |x| (NaN ignored) and whether the block holds NaN/Inf, for values already
@@ -185,8 +220,8 @@ __device__ __forceinline__ void blockMaxBad(const float (&v)[kPerThread], int tp
 }
 
 // Before the rotation: the adaptive scale alpha (from the block energy; 1 without
-// it) and the tiny-block lift, both applied to v. m0 = max|x| of the block, bad = it
-// holds NaN/Inf; tpb: lanes per block.
+// it) and the block lift (block_math.h, blockLift), both applied to v. m0 = max|x| of
+// the block, bad = it holds NaN/Inf; tpb: lanes per block.
 template <int N>
 __device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0, bool bad, int tpb,
                                           float& lift) {
@@ -252,7 +287,7 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0
 #pragma unroll
     for (int r = 0; r < N; ++r) v[r] *= alpha;
   }
-  lift = tinyLift(bad ? 1.0f : m0, a.k.adaptive);
+  lift = blockLift(bad ? 1.0f : m0, a.k.adaptive);
   if (lift != 1.0f)
 #pragma unroll
     for (int r = 0; r < N; ++r) v[r] *= lift;
@@ -265,7 +300,7 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0
 template <int FMT>
 __device__ __forceinline__ QuantScales blockScales(const Args& a, float m, float lift, bool bad, float& alpha) {
   QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
-  if (lift != 1.0f) qs.s = qs.s / lift;  // x / 1 == x: skip the division (and its slow path) in the common case
+  if (lift != 1.0f) qs.s = unliftScale(qs, lift, a.k.c);  // x / 1 == x: skip it (and its slow path) in the common case
   if (bad) {
     qs.s = canonicalNaN();
     qs.inv = canonicalNaN();
@@ -285,11 +320,12 @@ __device__ __forceinline__ void storeScales(const Args& a, uint8_t* outWire, siz
 }
 
 // Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
-// block, bad = it holds NaN/Inf.
+// block, bad = it holds NaN/Inf. kReduceCompress leaves the decoded codes in v, and in
+// dOut and kOut the decode multiplier and exponent shift of the block.
 template <typename T, int FMT, int MODE>
 __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
                                              float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
-                                             float (&dOut)) {
+                                             float& dOut, int& kOut) {
   constexpr int V = Vec<T>::V;
   float lift;
   float alpha = prescale(a, v, m0, bad, a.k.tpb, lift);
@@ -302,7 +338,10 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     m = groupMax(m, a.k.tpb);
   }
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
-  dOut = decodeScale(qs.s, alpha, a.k.c);
+  if constexpr (MODE == kReduceCompress) {
+    kOut = decodeShift(qs.s, alpha, a.k.c);
+    dOut = decodeScaleShifted(qs.s, alpha, a.k.c, kOut);
+  }
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
@@ -328,6 +367,7 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
   const bool active = block < a.nBlocks;
   float v[kPerThread];
   float m0, d;
+  int K;
   bool bad;
   if (staged != nullptr) {  // warp-uniform: the tile was staged by genericCompressTiles
     RawChunks<T> raw;
@@ -343,7 +383,7 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
     }
     blockMaxBad(v, a.k.tpb, m0, bad);
   }
-  compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d);
+  compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d, K);
 }
 
 // Compress of this warp's tiles (tiles warp, warp + nWarps, ... < nTiles; a tile is
@@ -444,7 +484,9 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
     float v[kPerThread];
     if ((staged >> s) & 1) {
       const float2 sp = *scalesAt(s);
-      const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+      const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
+      const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
+      const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
 #pragma unroll
       for (int j = 0; j < NCH; ++j) {
         const Word cw = *codesAt(s, j);
@@ -456,6 +498,7 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
         for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
       }
       if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+      if (K != 0) unshiftAll(v, K);
       storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     } else {
       const bool active = block < a.nBlocks;
@@ -497,13 +540,15 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
       }
     }
     float m0, d;
+    int K;
     bool bad;
     blockMaxBad(v, a.k.tpb, m0, bad);
-    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d);
+    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d, K);
     if (a.y != nullptr) {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
       if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+      if (K != 0) unshiftAll(v, K);
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     }
   }

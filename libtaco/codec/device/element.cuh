@@ -6,10 +6,23 @@
 // tid + nThreads, ...; thread 0 of the partition writes the output's header. Any
 // block size; no shared memory.
 #pragma once
+#include <type_traits>
+
 #include "codec/device/io.cuh"
 
 namespace taco {
 namespace dev {
+
+// An fp32 value as a wire element: the bf16 codec saturates (block_math.h,
+// toBf16Saturating); a 16-bit input compressed as it is cannot exceed bf16's range,
+// so that path keeps the plain conversion.
+template <typename T, typename W, int MODE>
+__device__ __forceinline__ W toWire(float v) {
+  if constexpr (std::is_same<W, __nv_bfloat16>::value && (sizeof(T) == 4 || MODE == kReduceCompress))
+    return toBf16Saturating(v);
+  else
+    return fromFloat<W>(v);
+}
 
 // One partition's share of an elementwise codec call (all of it for tid in
 // [0, nThreads)): W is the wire type (__nv_bfloat16 for the bf16 codec, T for none).
@@ -76,7 +89,7 @@ __device__ __forceinline__ void elementTiles(const Args& a, size_t tid, size_t n
       W wv[V];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        wv[j] = fromFloat<W>(v[j]);
+        wv[j] = toWire<T, W, MODE>(v[j]);
         v[j] = toFloat<W>(wv[j]);
       }
       if (full) {

@@ -434,7 +434,9 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
     const size_t block = (size_t)tile * 4 + g;
     float v[kPerThread];
     if (tile < nFull) {
-      const float d = a.k.adaptive ? decodeScale(sp.y, sp.x, a.k.c) : decodeScale(sp.x, 1.0f, a.k.c);
+      const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
+      const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
+      const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
       const uint32_t packed[6] = {cw[0].x, cw[0].y, cw[0].z, cw[0].w, cw[1].x, cw[1].y};  // INT6
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
@@ -452,6 +454,7 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
         fetch(nextSlot);
       }
       transposedFwht(v, buf + 9 * t, buf + t);
+      if (K != 0) unshiftAll(v, K);
       T* out = y + block * 256 + 4 * t;
 #pragma unroll
       for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);

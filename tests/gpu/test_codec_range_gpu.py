@@ -1,0 +1,77 @@
+"""The codec kernels over the whole exponent range (tests/codec_range.py's sweep, from
+fp32's smallest subnormal to FLT_MAX) against the host twin, bit for bit: compress,
+decompress, decompress-accumulate and decompress-reduce-compress, through every kernel
+variant (the B = 256 rotated kernels on whole aligned tiles, the staged and general
+block kernels, the elementwise kernel). The host twin is held to the numpy spec and to
+the error bounds by tests/python/test_codec_range.py."""
+import numpy as np
+import pytest
+
+import taco
+from codec_range import BF16, DTYPES, sweep
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cupy():
+    import cupy
+    return cupy
+
+
+def to_dev(cupy, x):
+    """numpy -> cupy, bf16 carried as uint16 bits (CuPy has no bfloat16)."""
+    return cupy.asarray(x.view(np.uint16)) if x.dtype == BF16 else cupy.asarray(x)
+
+
+def from_dev(cupy, y, dtype):
+    h = cupy.asnumpy(y)
+    return h.view(BF16) if np.dtype(dtype) == BF16 else h
+
+
+def dtype_arg(dtype):
+    return str(np.dtype(dtype)) if np.dtype(dtype) == BF16 else None
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
+    return bool(np.all(nan | np.all(ua == ub, axis=1)))
+
+
+def specs():
+    for codec in taco.codecs():
+        for block in ((None, 32, 128, 1024) if taco.codec_info(codec)["block_size"] else (None,)):
+            yield codec if block is None else f"{codec}:block={block}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("spec", list(specs()))
+def test_gpu_matches_host_across_the_whole_range(cupy, spec, dtype):
+    B = taco.codec_info(spec)["block_size"] or 256
+    x_all, _ = sweep(dtype, B, seed=1)
+    x2_all = sweep(dtype, B, seed=2)[0][::-1]  # its largest blocks meet the smallest of x
+    # whole 2,048-element tiles with aligned buffers (the B = 256 rotated kernels, the
+    # staged block kernels), and the same data with a tail (the general path)
+    whole = x_all.size // 2048 * 2048
+    for n in (whole, whole - 77):
+        x, x2 = x_all[:n], x2_all[:n].copy()
+        wire_h = taco.compress(x, spec)
+        wire_d = taco.compress(to_dev(cupy, x), spec, dtype=dtype_arg(dtype))
+        assert np.array_equal(cupy.asnumpy(wire_d), wire_h), f"compress, n = {n}"
+        y_h = taco.decompress(wire_h, spec, n, dtype)
+        y_d = taco.decompress(cupy.asarray(wire_h), spec, n, dtype)
+        assert same_bits(from_dev(cupy, y_d, dtype), y_h), f"decompress, n = {n}"
+        wires = [wire_h, taco.compress(x2, spec)]
+        exact = (x.astype(np.float32) * np.float32(-0.5)).astype(dtype)
+        dw = [cupy.asarray(w) for w in wires]
+        a_h = taco.decompress_accumulate(wires, spec, n, dtype, exact)
+        a_d = taco.decompress_accumulate(dw, spec, n, dtype, to_dev(cupy, exact))
+        assert same_bits(from_dev(cupy, a_d, dtype), a_h), f"decompress-accumulate, n = {n}"
+        o_h, r_h = taco.decompress_reduce_compress(wires, spec, n, dtype, exact, return_decompressed=True)
+        o_d, r_d = taco.decompress_reduce_compress(dw, spec, n, dtype, to_dev(cupy, exact),
+                                                   return_decompressed=True)
+        assert np.array_equal(cupy.asnumpy(o_d), o_h), f"decompress-reduce-compress wire, n = {n}"
+        assert same_bits(from_dev(cupy, r_d, dtype), r_h), f"decompress-reduce-compress output, n = {n}"
