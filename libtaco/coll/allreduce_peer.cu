@@ -77,21 +77,37 @@ __device__ __forceinline__ void setPiece(Args& a, const PieceWire& w) {
 }
 
 struct Who {
-  int rank, cta, ctas;
+  int group, rank, cta, ctas;  // group: the local rank this CTA drives (index into send / recv)
   size_t warp, nWarps;
   int lane;
 };
 
 __device__ __forceinline__ Who who(const PeerLaunch& L) {
   Who w;
-  const int g = (int)blockIdx.x / L.ctasPerRank;
-  w.rank = L.localRank[g];
+  w.group = (int)blockIdx.x / L.ctasPerRank;
+  w.rank = L.localRank[w.group];
   w.cta = (int)blockIdx.x % L.ctasPerRank;
   w.ctas = L.ctasPerRank;
   w.warp = ((size_t)w.cta * blockDim.x + threadIdx.x) >> 5;
   w.nWarps = ((size_t)w.ctas * blockDim.x) >> 5;
   w.lane = threadIdx.x & 31;
   return w;
+}
+
+// What every peer kernel reads first: rank r's scratch, the epoch of this launch (the
+// calls r completed), the half it uses (epoch parity) and what its waits give up on.
+struct RankEpoch {
+  char* mine;
+  uint32_t epoch;
+  int parity;
+  peer::WaitGuard guard;
+};
+
+__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
+  char* const mine = L.base[r];
+  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  return RankEpoch{mine, epoch, (int)(epoch & 1),
+                   peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs}};
 }
 
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
@@ -152,13 +168,9 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
   const Who w = who(L);
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
-  const int g = (int)blockIdx.x / L.ctasPerRank;
-  char* const mine = L.base[r];
-  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
-  const int parity = (int)(epoch & 1);
-  const peer::WaitGuard guard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs};
-  const char* send = static_cast<const char*>(L.send[g]);
-  char* recv = static_cast<char*>(L.recv[g]);
+  const RankEpoch e = rankEpoch(L, r);
+  const char* send = static_cast<const char*>(L.send[w.group]);
+  char* recv = static_cast<char*>(L.recv[w.group]);
   const size_t eb = sizeof(T);
 
   if (L.algo == tacoAlgoFused) {
@@ -167,29 +179,29 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
       if (L.wire[j].count == 0) continue;
       preparePiece(sp, L, L.wire[j], [&](Args& a) {
         a.x = send + L.pieceOff[j] * eb;
-        a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, parity, r));
+        a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
       });
       compressPiece<T, FMT>(sp.a, w);
     }
-    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, epoch + 1);
-    if (peer::ctaWaitRanks(mine, 0, P, r, epoch + 1, guard)) {  // B. reduce our piece
+    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
+    if (peer::ctaWaitRanks(e.mine, 0, P, r, e.epoch + 1, e.guard)) {  // B. reduce our piece
       if (L.wire[r].count > 0) {
         preparePiece(sp, L, L.wire[r], [&](Args& a) {
           for (int j = 0; j < P; ++j)
-            if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, parity, j);
+            if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, e.parity, j);
           a.x = send + L.pieceOff[r] * eb;
           a.y = recv + L.pieceOff[r] * eb;
-          a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, r));
+          a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, r));
         });
         sumPiece<T, kReduceCompress, FMT>(sp.a, w, sp.inputsOk);
       }
-      peer::ctaArrive(L.base, P, r, r, 1, w.ctas, epoch + 1);
-      if (peer::ctaWaitRanks(mine, 1, P, r, epoch + 1, guard)) {  // C. decode the peers' reduced pieces
+      peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
+      if (peer::ctaWaitRanks(e.mine, 1, P, r, e.epoch + 1, e.guard)) {  // C. decode the peers' reduced pieces
         for (int k = 1; k < P; ++k) {
           const int j = (r + k) % P;
           if (L.wire[j].count == 0) continue;
           preparePiece(sp, L, L.wire[j], [&](Args& a) {
-            a.in.ptr[a.in.n++] = slotOf(L, j, parity, j);
+            a.in.ptr[a.in.n++] = slotOf(L, j, e.parity, j);
             a.y = recv + L.pieceOff[j] * eb;
           });
           sumPiece<T, kAccumulate, FMT>(sp.a, w, sp.inputsOk);
@@ -199,19 +211,19 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
   } else {  // one-shot
     preparePiece(sp, L, L.wire[0], [&](Args& a) {
       a.x = send + L.pieceOff[0] * eb;
-      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, 0));
+      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
     });
     compressPiece<T, FMT>(sp.a, w);
-    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, epoch + 1);
-    if (peer::ctaWaitRanks(mine, 0, P, -1, epoch + 1, guard)) {
+    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
+    if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
       preparePiece(sp, L, L.wire[0], [&](Args& a) {
-        for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, parity, 0);
+        for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
         a.y = recv + L.pieceOff[0] * eb;
       });
       sumPiece<T, kAccumulate, FMT>(sp.a, w, sp.inputsOk);
     }
   }
-  peer::ctaFinish(mine, w.ctas, epoch);
+  peer::ctaFinish(e.mine, w.ctas, e.epoch);
 }
 
 // Raw one-shot: codec none's element path (a copy with a header, then the fp32 sum in rank order).
@@ -220,27 +232,23 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   const Who w = who(L);
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
-  const int g = (int)blockIdx.x / L.ctasPerRank;
-  char* const mine = L.base[r];
-  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
-  const int parity = (int)(epoch & 1);
-  const peer::WaitGuard guard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs};
+  const RankEpoch e = rankEpoch(L, r);
   const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
   Args a = L.proto;
   setPiece(a, L.wire[0]);
-  a.x = static_cast<const char*>(L.send[g]) + L.pieceOff[0] * sizeof(T);
-  a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, parity, 0));
+  a.x = static_cast<const char*>(L.send[w.group]) + L.pieceOff[0] * sizeof(T);
+  a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
   a.vec = aligned16Dev(a.x);
   elementTiles<T, T, kCompress>(a, tid, nThreads);
-  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, epoch + 1);
-  if (peer::ctaWaitRanks(mine, 0, P, -1, epoch + 1, guard)) {
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
+  if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
     setPiece(a, L.wire[0]);
-    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, parity, 0);
-    a.y = static_cast<char*>(L.recv[g]) + L.pieceOff[0] * sizeof(T);
+    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
+    a.y = static_cast<char*>(L.recv[w.group]) + L.pieceOff[0] * sizeof(T);
     a.vec = aligned16Dev(a.y);
     elementTiles<T, T, kAccumulate>(a, tid, nThreads);
   }
-  peer::ctaFinish(mine, w.ctas, epoch);
+  peer::ctaFinish(e.mine, w.ctas, e.epoch);
 }
 
 using PeerKernel = void (*)(const PeerLaunch);
