@@ -10,6 +10,7 @@ scales), P ranks (reads + writes, every pass over HBM counted once):
                   (N/P w) and its decoding (N/P e), read the P-1 reduced pieces ((P-1)/P N w),
                   write the output ((P-1)/P N e)  ->  2 N e + N w (3 (P-1) + 1) / P
   one-shot:       read the input, write it compressed (N w), read all P (P N w), write N e
+  raw one-shot:   the same with the input bytes as the wire (w = e)
   staged two-shot moves the fused path's bytes plus a device copy of every exchanged byte.
 
     TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py [--ranks 4] [--mbytes 256]
@@ -109,6 +110,7 @@ def main(argv=None):
         "fused": 2 * N * e + N * w * (3 * (P - 1) + 1) / P,
         "staged": 2 * N * e + N * w * (3 * (P - 1) + 1) / P + 2 * N * w * 2 * (P - 1) / P,
         "oneshot": 2 * N * e + N * w * (1 + P),
+        "oneshot-raw": 2 * N * e + N * e * (1 + P),
     }
     rows = []
     for spec in [s for s in a.algos.split(",") if s]:
