@@ -4,8 +4,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include "codec/device/rotated256.cuh"  // the staging constants (shared memory sizes)
@@ -37,14 +37,17 @@ size_t l2Bytes() { return (size_t)deviceAttribute(cudaDevAttrL2CacheSize, 50 << 
 
 cudaError_t allowSharedMemory(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
+  // The largest size allowed so far per (kernel, device): one kernel launches with
+  // different sizes (decompress-accumulate: the plain decompress's or the sum's).
   static std::mutex mu;
-  static std::set<std::pair<const void*, int>> done;
+  static std::map<std::pair<const void*, int>, size_t> allowed;
   int device = 0;
   cudaGetDevice(&device);
   std::lock_guard<std::mutex> lock(mu);
-  if (done.count({kernel, device})) return cudaSuccess;
+  size_t& had = allowed[{kernel, device}];
+  if (had >= bytes) return cudaSuccess;
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-  if (e == cudaSuccess) done.insert({kernel, device});
+  if (e == cudaSuccess) had = bytes;
   return e;
 }
 
