@@ -510,27 +510,16 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   cpAsyncWait<0>();
 }
 
-// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
-// staging (and plain decompress when its inputs fail the header check: NaN output).
+// The end of a decompress-accumulate or decompress-reduce-compress tile, the sum (+ the
+// exact input) in v: accumulate stores it; reduce-compress compresses it, zero past
+// `count` as compress() pads (the rotation leaves the padding of the last block
+// non-zero), and optionally decompresses it again into y.
 template <typename T, int MODE, int FMT>
-__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
-                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    const size_t block = tile * groupsPerWarp + groupInWarp;
-    const bool active = block < a.nBlocks;
-    float v[kPerThread];
-    accumulateTile<T, FMT>(a, block, t, active, v);
-    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
-    if (!inputsOk)
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    if (MODE == kAccumulate) {
-      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
-      continue;
-    }
-    // kReduceCompress: compress the fp32 sum, zero past `count` as compress() pads
-    // (the rotation leaves the padding of the last block non-zero); optionally
-    // decompress it again.
+__device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, bool active,
+                                           float (&v)[kPerThread]) {
+  if constexpr (MODE == kAccumulate) {
+    if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+  } else {
     if (active && (block + 1) * a.k.B > a.count) {
       constexpr int V = Vec<T>::V;
 #pragma unroll
@@ -551,6 +540,24 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
       if (K != 0) unshiftAll(v, K);
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     }
+  }
+}
+
+// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
+// staging (and plain decompress when its inputs fail the header check: NaN output).
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    accumulateTile<T, FMT>(a, block, t, active, v);
+    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    if (!inputsOk)
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+    sumTileOut<T, MODE, FMT>(a, block, t, active, v);
   }
 }
 
