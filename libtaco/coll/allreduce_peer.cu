@@ -129,6 +129,8 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
   if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
       inputsOk)
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
+  else if (takesStagedSum<FMT>(a, inputsOk))
+    genericSumTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // k inputs (+ exact), staged
   else
     generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
 }
@@ -329,10 +331,13 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   if (kernel == nullptr) return cudaErrorInvalidValue;
   // Co-residency bound: every CTA of the launch, and of the other ranks' launches on this GPU
   // (ranksPerDevice counts them), must fit on the GPU at once.
-  // The block kernels stage tiles through shared memory (compress and plain decompress pipelines).
-  const size_t smem = L.algo == tacoAlgoOneShotRaw
-                          ? 0
-                          : std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
+  // The block kernels stage tiles through shared memory (the compress, plain decompress and,
+  // for a byte per code, the multi-input sum pipelines: sumPiece).
+  size_t smem = 0;
+  if (L.algo != tacoAlgoOneShotRaw) {
+    smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
+    if (d->format != kFmtInt4 && d->format != kFmtInt6) smem = std::max(smem, genericSumSmemBytes(dtype));
+  }
   int perSm = 0;
   cudaError_t e = residentPerSm(kernel, smem, &perSm);
   if (e != cudaSuccess) return e;
