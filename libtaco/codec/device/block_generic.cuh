@@ -24,9 +24,10 @@ namespace dev {
 // paths: a compress slot holds a tile's input (16 KB per CTA for 16-bit types, 32 KB
 // for fp32), a decompress slot its codes and scales (10 KB). The multi-input sum
 // (genericSumTiles) stages a tile as units: the codes and scales of up to kSumGroup
-// inputs (30 KB), or the exact input (a compress slot's 16 or 32 KB), kSumDepth units
-// in flight: 90 KB per CTA for 16-bit types, 96 KB for fp32, so that two CTAs of
-// kThreads fit an SM (227 KB on sm_90), as the registers allow anyway.
+// inputs (30 KB), or the exact input (a compress slot's 16 or 32 KB); kSumDepth slots,
+// two units in flight while one is computed: 90 KB per CTA for 16-bit types, 96 KB for
+// fp32, so that two CTAs of kThreads fit an SM (227 KB on sm_90), as many as the
+// registers allow anyway.
 template <typename T>
 struct Stage {
   static constexpr int kCompressDepth = sizeof(T) == 4 ? 2 : 3;
