@@ -130,13 +130,14 @@ def test_gpu_staged_sum_matches_host(cupy, k, spec, dtype):
         assert np.array_equal(cupy.asnumpy(od), oh), f"decompress-reduce-compress without y, {what}"
 
 
-@pytest.mark.parametrize("k,with_exact", [(2, False), (4, True), (7, True)])
+@pytest.mark.parametrize("k,with_exact", [(2, False), (1, True), (4, True), (7, True)])
 @pytest.mark.parametrize("dtype", [BF16, np.dtype(np.float32)], ids=str)
 def test_gpu_staged_sum_several_tiles_per_warp(cupy, k, with_exact, dtype):
     # 2^25 + 77 elements: decompress-reduce-compress's grid (at most 8 CTAs of 8 warps per
     # SM: codec/launch.cu, ctasPerSm) leaves each warp several tiles, so the pipeline stages
-    # the next tile's units (1, 3 and 4 per tile here) while it computes this one's. The
-    # inputs are compressed on the GPU (held to the host twin by the tests above).
+    # the next tile's units (1, 2, 3 and 4 per tile here) while it computes this one's: at
+    # 2 and 4 a slot holds codes in one unit and the exact input in another. The inputs
+    # are compressed on the GPU (held to the host twin by the tests above).
     n = (1 << 25) + 77
     codec = "taco"
     rng = np.random.default_rng(k)

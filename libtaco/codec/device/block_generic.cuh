@@ -580,7 +580,7 @@ __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
   return FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && inputsOk && a.in.n >= 1;
 }
 
-// This thread's codes of one staged input (NCH words, kThreads apart), decoded and
+// This thread's codes of one staged input (NCH words, a warp apart), decoded and
 // scaled by d: v = W_q, or v += W_q (FIRST: input 0, assigned, so that -0 survives),
 // the same operations per element as accumulateInput.
 template <typename T, int FMT, bool FIRST, typename Word>
@@ -588,7 +588,7 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, float d, flo
   constexpr int V = Vec<T>::V;
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
-    const Word cw = codes[j * kThreads];
+    const Word cw = codes[j * 32];
     uint8_t c[V];
     memcpy(c, &cw, V);
     float f[V];
@@ -627,16 +627,23 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
   const int codeUnits = (k + G - 1) / G;
   const int units = codeUnits + (a.x != nullptr ? 1 : 0);  // per tile
   const int perBlock = a.k.adaptive ? 2 : 1;               // scales per block: (alpha, s) or s
-  // slot layout: input i's chunk j at codes [i][j][thread], its scales at scales [i][thread];
-  // or the exact input's chunk j at [j][thread] (stageRaw)
+  // Slot layout: one region per warp, since a slot holds codes in one unit and the exact
+  // input in another, laid out differently, and the warps of a CTA run their units
+  // independently: with a CTA-wide layout a warp's copies would land in bytes another
+  // warp has still to read. In its region: input i's chunk j at codes [i][j][lane], its
+  // scales at scales [i][lane]; or the exact input's chunk j at [j][lane].
+  constexpr int kRegion = Stage<T>::kSumSlot / (kThreads / 32);
+  static_assert(kRegion % 16 == 0 && G * 32 * (NCH * V + 8) <= kRegion && NCH * 32 * 16 <= kRegion,
+                "a warp's units fit its region of a slot");
+  const int lane = threadIdx.x & 31;
+  uint8_t* const region = area + (threadIdx.x >> 5) * kRegion;
   auto codesAt = [&](int slot, int i) {
-    return reinterpret_cast<Word*>(area + slot * Stage<T>::kSumSlot) + i * NCH * kThreads + threadIdx.x;
+    return reinterpret_cast<Word*>(region + slot * Stage<T>::kSumSlot) + i * NCH * 32 + lane;
   };
   auto scalesAt = [&](int slot, int i) {
-    return reinterpret_cast<float2*>(area + slot * Stage<T>::kSumSlot + G * Stage<T>::kCodesBytes) +
-           i * kThreads + threadIdx.x;
+    return reinterpret_cast<float2*>(region + slot * Stage<T>::kSumSlot + G * NCH * 32 * V) + i * 32 + lane;
   };
-  auto exactAt = [&](int slot) { return reinterpret_cast<uint4*>(area + slot * Stage<T>::kSumSlot) + threadIdx.x; };
+  auto exactAt = [&](int slot) { return reinterpret_cast<uint4*>(region + slot * Stage<T>::kSumSlot) + lane; };
   auto stageable = [&](size_t tile) {
     return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
   };
@@ -651,13 +658,15 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
           Word* c = codesAt(slot, i);
 #pragma unroll
           for (int j = 0; j < NCH; ++j)
-            cpAsync(c + j * kThreads, w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
           cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + a.scalesOffset) + perBlock * block,
                   4 * perBlock);
         }
       }
     } else {
-      stageRaw<T>(static_cast<const T*>(a.x), block, t, a, exactAt(slot));
+      const T* x = static_cast<const T*>(a.x) + block * a.k.B;
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) cpAsync(exactAt(slot) + j * 32, x + (size_t)(t + a.k.tpb * j) * V, 16);
     }
   };
   // Stages unit u + n of this warp's tile sequence from unit u of `tile` (n < D) into
@@ -684,7 +693,8 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
     int K = 0;
     bool reshift = false;  // a later group's inputs shift further than group 0's
     for (int u = 0; u < units; ++u) {
-      stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into the slot computed one unit ago
+      __syncwarp();  // every lane has read the slot computed one unit ago (lanes share its bytes)
+      stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
       cpAsyncWait<D - 1>();                // this unit's copies have landed
       if (tileStaged && u < codeUnits) {
         float alpha[G], sc[G];
@@ -722,7 +732,7 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
           RawChunks<T, V> raw;
-          raw.c[0] = exactAt(s)[j * kThreads];
+          raw.c[0] = exactAt(s)[j * 32];
           float f[V];
           rawToFloat<T, V>(raw, f);
 #pragma unroll
