@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "coll/peer_timeline_buffer.h"
 #include "codec/codec.h"
 #include "core/check.h"
 #include "core/params.h"
@@ -121,6 +122,10 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   L.skipRank = pm->faultSkipRank;
   L.halfBytes = peerHalfBytes(pm->bytes);
   L.slotBytes = peerSlotBytes(pm->bytes, L.P);
+  if (c0->peerTimeline != nullptr) {  // TACO_PEER_TIMELINE: rank c0's rows record the whole launch
+    L.timeline = c0->peerTimeline->rows;
+    L.timelineRows = c0->peerTimeline->nRows;
+  }
   int pieces = 1;
   if (s0.algo == tacoAlgoFused) {
     pieces = L.P;
@@ -153,7 +158,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     for (size_t i = 1; i < n; ++i)
       TACO_CUDA_CHECK(cudaStreamWaitEvent(comms[i]->streams[steps[i]->stream], c0->peerEvent, 0));
   }
-  return tacoSuccess;
+  return peerTimelineAfterLaunch(c0, st);
 }
 
 // Which routes are tried (TACO_PEER_MEMORY, docs/collectives.md): loopback worlds take
@@ -201,6 +206,7 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     comms[i]->peer = pms[i];
     comms[i]->workspaceBytes += bytes;
     TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));
+    TACO_CHECK(peerTimelineCreate(comms[i]));
   }
   if (pms[0] != nullptr)
     TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank", c0->rank, P, pms[0]->route, bytes);

@@ -46,6 +46,7 @@
 
 #include "coll/allreduce_peer.h"
 #include "coll/device/peer_sync.cuh"
+#include "coll/device/peer_timeline.cuh"
 #include "codec/device/block_generic.cuh"
 #include "codec/device/element.cuh"
 #include "codec/device/args.h"
@@ -171,6 +172,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
   const RankEpoch e = rankEpoch(L, r);
+  peer::markStart(L, r);
   const char* send = static_cast<const char*>(L.send[w.group]);
   char* recv = static_cast<char*>(L.recv[w.group]);
   const size_t eb = sizeof(T);
@@ -185,8 +187,10 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
       });
       compressPiece<T, FMT>(sp.a, w);
     }
+    peer::mark(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, r, e.epoch + 1, e.guard)) {  // B. reduce our piece
+      peer::mark(L, kTimelineWait0);
       if (L.wire[r].count > 0) {
         preparePiece(sp, L, L.wire[r], [&](Args& a) {
           for (int j = 0; j < P; ++j)
@@ -197,8 +201,10 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
         });
         sumPiece<T, kReduceCompress, FMT>(sp.a, w, sp.inputsOk);
       }
+      peer::mark(L, kTimelineEndB);
       peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
       if (peer::ctaWaitRanks(e.mine, 1, P, r, e.epoch + 1, e.guard)) {  // C. decode the peers' reduced pieces
+        peer::mark(L, kTimelineWait1);
         for (int k = 1; k < P; ++k) {
           const int j = (r + k) % P;
           if (L.wire[j].count == 0) continue;
@@ -216,8 +222,10 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
       a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
     });
     compressPiece<T, FMT>(sp.a, w);
+    peer::mark(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
+      peer::mark(L, kTimelineWait0);
       preparePiece(sp, L, L.wire[0], [&](Args& a) {
         for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
         a.y = recv + L.pieceOff[0] * eb;
@@ -226,6 +234,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
     }
   }
   peer::ctaFinish(e.mine, w.ctas, e.epoch);
+  peer::mark(L, kTimelineEnd);
 }
 
 // Raw one-shot: codec none's element path (a copy with a header, then the fp32 sum in rank order).
@@ -235,6 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
   const RankEpoch e = rankEpoch(L, r);
+  peer::markStart(L, r);
   const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
   Args a = L.proto;
   setPiece(a, L.wire[0]);
@@ -242,8 +252,10 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
   a.vec = aligned16Dev(a.x);
   elementTiles<T, T, kCompress>(a, tid, nThreads);
+  peer::mark(L, kTimelineEndA);
   peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
   if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
+    peer::mark(L, kTimelineWait0);
     setPiece(a, L.wire[0]);
     for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
     a.y = static_cast<char*>(L.recv[w.group]) + L.pieceOff[0] * sizeof(T);
@@ -251,6 +263,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
     elementTiles<T, T, kAccumulate>(a, tid, nThreads);
   }
   peer::ctaFinish(e.mine, w.ctas, e.epoch);
+  peer::mark(L, kTimelineEnd);
 }
 
 using PeerKernel = void (*)(const PeerLaunch);
@@ -349,6 +362,9 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   if (want < 1) want = 1;
   PeerLaunch Lc = L;
   Lc.ctasPerRank = (int)(want < maxPerRank ? want : maxPerRank);
+  // The timeline holds a row per CTA of the device's largest grid (peerMaxCtasPerRank),
+  // which the bound above keeps every launch within; never write past it.
+  if (Lc.ctasPerRank * L.nLocal > L.timelineRows) Lc.timeline = nullptr;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)(Lc.ctasPerRank * L.nLocal));
   cfg.blockDim = dim3(kThreads);

@@ -10,6 +10,7 @@
 #include "codec/device/args.h"
 #include "coll/coll.h"
 #include "coll/peer_plan.h"
+#include "coll/peer_timeline.h"
 
 namespace taco {
 
@@ -37,6 +38,10 @@ struct PeerLaunch {
   size_t pieceOff[kPeerMaxRanks];   // fused: piece j of this chunk; one-shot: [0] = the chunk
   PieceWire wire[kPeerMaxRanks];
   dev::Args proto;                  // the codec's constants
+  // TACO_PEER_TIMELINE: timelineRows rows of kTimelineSlots, one per CTA (coll/peer_timeline.h),
+  // or null (off: each event is a branch on it, nothing more).
+  uint64_t* timeline;
+  int timelineRows;
 };
 
 // Builds and submits a peer-memory AllReduce (algo chosen by allReduceAlgo()).

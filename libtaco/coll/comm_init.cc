@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/params.h"
 #include "coll/allreduce_peer.h"
+#include "coll/peer_timeline_buffer.h"
 #include "coll/coll.h"
 #include "transport/peer_memory.h"
 #include "transport/transport.h"
@@ -95,6 +96,7 @@ tacoResult_t commSetup(tacoComm* c) {
 }
 
 void commFree(tacoComm* c) {
+  peerTimelineFree(c);
   peerMemoryFree(c->peer);
   if (c->peerEvent) cudaEventDestroy(c->peerEvent);
   if (c->workspace) cudaFree(c->workspace);
@@ -229,6 +231,7 @@ tacoResult_t commDestroy(tacoComm* c, bool abort) {
         res = setError(tacoUnhandledCudaError, "CommDestroy : waiting for the communicator's work: '%s'",
                        cudaGetErrorString(e));
     }
+    if (res == tacoSuccess) peerTimelineReport(c);
     peerMemoryFree(c->peer);  // before the transport: NCCL symmetric memory is registered with it
     c->peer = nullptr;
     tacoResult_t f = c->transport->finalize();

@@ -14,6 +14,7 @@
 namespace taco {
 class Transport;   // transport/transport.h
 class PeerMemory;  // transport/peer_memory.h
+struct PeerTimelineBuffer;  // coll/peer_timeline_buffer.h
 
 // tacoComm::magic of a communicator between creation and destroy, and the
 // value it is poisoned with before its memory is freed.
@@ -34,6 +35,7 @@ struct tacoComm {
   // Every rank's scratch mapped into this process (fused and one-shot AllReduce), or null.
   taco::PeerMemory* peer = nullptr;
   cudaEvent_t peerEvent = nullptr;  // joins loopback ranks' streams around a peer kernel
+  taco::PeerTimelineBuffer* peerTimeline = nullptr;  // TACO_PEER_TIMELINE, or null
 
   // Resolved configuration (every field defined); config.codec points into codecSpec.
   tacoConfig_t config;

@@ -59,6 +59,13 @@ bool parsePeerMemory(const char* s, int* out) {
   return true;
 }
 
+bool parseNonNegative(const char* s, int* out) {
+  int x = 0;
+  if (!parseInt(s, &x) || x < 0) return false;
+  *out = x;
+  return true;
+}
+
 // A rank number, or -1.
 int parseRank(const char* s) {
   int r = -1;
@@ -95,6 +102,12 @@ const EnvParam kParams[] = {
      "else CUDA IPC), nccl or ipc (that route only, for testing; nccl is also tried at one rank)",
      "0, 1, loopback, nccl or ipc",
      [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
+    {"TACO_PEER_TIMELINE", "0",
+     "diagnostic: the peer-memory kernels record when each CTA reaches each phase; 1 prints the last launch's "
+     "timeline to stderr when the communicator is destroyed, N > 1 also after every N-th launch (synchronizing "
+     "its stream); 0 off",
+     "a non-negative integer",
+     [](const char* v, EnvParams* p) { return parseNonNegative(v, &p->peerTimeline); }},
     {"TACO_FAULT_SKIP_RANK", "",
      "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator "
      "is created)",

@@ -17,6 +17,8 @@ struct EnvParams {
   int algo;               // TACO_ALGO             tacoAlgo_t forced for AllReduce (tacoAlgoAuto: pick)
   double waitTimeoutS;    // TACO_WAIT_TIMEOUT_S   a peer-memory kernel gives up waiting after this
   int peerMemory;         // TACO_PEER_MEMORY      a PeerMemoryMode
+  int peerTimeline;       // TACO_PEER_TIMELINE    0 off; 1 print the peer kernels' last launch at destroy;
+                          //                       N > 1 also after every N-th launch (coll/peer_timeline_buffer.h)
 };
 
 // TACO_PEER_MEMORY: which peer-memory routes a communicator tries (coll/allreduce_peer.cc).

@@ -14,6 +14,7 @@ int main() {
   unsetenv("TACO_CODEC");
   unsetenv("TACO_CHECK_CONSISTENCY");
   unsetenv("TACO_NCCL_LIBRARY");
+  unsetenv("TACO_PEER_TIMELINE");
   setenv("TACO_CHUNK_BYTES", "12Q", 1);         // malformed
   setenv("TACO_FALLBACK_BYTES", "2M", 1);       // valid, with a suffix
   setenv("TACO_PIPELINE_DEPTH", "3", 1);        // valid
@@ -69,6 +70,20 @@ int main() {
     TEST_ASSERT(!table[i].parse("nvls", &q));
     TEST_ASSERT(table[i].parse(table[i].defaultValue, &q) && q.peerMemory == taco::kPeerMemoryLoopback);
   }
+
+  // TACO_PEER_TIMELINE: off by default, a non-negative integer, anything else malformed.
+  int timelineRows = 0;
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(table[i].name, "TACO_PEER_TIMELINE") != 0) continue;
+    ++timelineRows;
+    taco::EnvParams q{};
+    TEST_ASSERT(table[i].parse(table[i].defaultValue, &q) && q.peerTimeline == 0);
+    TEST_ASSERT(table[i].parse("1", &q) && q.peerTimeline == 1);
+    TEST_ASSERT(table[i].parse("50", &q) && q.peerTimeline == 50);
+    TEST_ASSERT(!table[i].parse("-2", &q) && !table[i].parse("yes", &q) && !table[i].parse("3x", &q));
+  }
+  TEST_ASSERT_EQ_INT(timelineRows, 1);
+  TEST_ASSERT_EQ_INT(p.peerTimeline, 0);
 
   // Algorithm names round-trip.
   for (int a = 0; a < tacoNumAlgos; ++a) TEST_ASSERT_EQ_INT(taco::algoFromName(taco::algoName(a)), a);
