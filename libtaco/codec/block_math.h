@@ -103,18 +103,19 @@ TACO_HD void unpackInt6(uint32_t w, uint8_t* c) {
   c[3] = (uint8_t)((w >> 18) & 0x3f);
 }
 
-// encode() and packInt6 of 16 consecutive values v[i] * inv in one go: their 12 wire
-// bytes as three little-endian words o[0..2], ANDed with keep (0 for a NaN block, whose
-// codes are all 0; else ~0). Requires |v[i] * inv| < 31.5, where encode()'s clamp never
+// encode() and packInt6 of 16 consecutive values v[i] * inv in one go (the B = 256 16-bit
+// compress; reference.py mirrors the two it replaces): their 12 wire bytes as three
+// little-endian words o[0..2], ANDed with keep (0 for a NaN block, whose codes are all 0;
+// else ~0). Requires |v[i] * inv| < 31.5, where encode()'s clamp never
 // acts (a block's |v| <= m and inv = 31 / m up to a few ulps). About three instructions
 // per code instead of ten (rounding, clamp, conversion, then byte-wise packing):
-//  - x + (2^23 + m_i), m_i even and >= 32, rounds x to the integer c = rintf(x) (half to
-//    even: the constant is even), and its bits are 0x4b000000 + m_i + c: the code, offset
-//    by m_i, in the low bits, without a conversion;
+//  - x + (2^23 + k_i), k_i even and >= 32, rounds x to the integer c = rintf(x) (half to
+//    even: the constant is even), and its bits are 0x4b000000 + k_i + c: the code, offset
+//    by k_i, in the low bits, without a conversion;
 //  - with offset codes c + 32 in [1, 63] the fields of a word do not borrow from each
 //    other, so a word is the sum of its fields' bits shifted into place (one multiply-add
 //    each) and one XOR of every field's bit 5 turns c + 32 into c's two's complement;
-//  - the rest of the bits (0x4b000000 + m_i - 32, shifted) cancel mod 2^32: m_i = 32 but
+//  - the rest of the bits (0x4b000000 + k_i - 32, shifted) cancel mod 2^32: k_i = 32 but
 //    at positions 3, 8 and 13, chosen so (static_assert below).
 TACO_HD constexpr uint32_t int6RunOffset(int i) { return i == 3 || i == 8 ? 15712u : (i == 13 ? 212320u : 32u); }
 TACO_HD constexpr uint32_t int6RunSignBits(int w) {  // bit 5 of each field of word w
