@@ -100,7 +100,8 @@ int main() {
     const float m0 = ldexpf(1.0f + (float)(rng() % 8388608) * 0x1p-23f, expo(rng));
     if (!(m0 <= FLT_MAX)) continue;
     const float c = 1.0f / 16.0f, lift = blockLift(m0, false);
-    const float m = (m0 * lift) * exp2f(n % 4 == 0 ? 8.0f * (float)(n % 8 == 0) : growth(rng));
+    const float log2Growth = n % 4 == 0 ? (n % 8 == 0 ? 8.0f : 0.0f) : growth(rng);  // the extremes, else random
+    const float m = (m0 * lift) * exp2f(log2Growth);
     QuantScales qs = quantScales(m, c, kFmtInt6);
     if (lift != 1.0f) unliftScale(qs, lift, c);
     float v[16];
