@@ -163,16 +163,22 @@ def test_c_compress_and_decompress_check_byte_ranges(lib):
     assert lib.tacoHostDecompress(c, _p(wire), WIRE, _p(buf[1024 - 1024:]), N, fp32) == lib.tacoSuccess
 
 
+def two_wires_and_exact():
+    """An arena holding two `taco` wires (at 0 and 512: they overlap, as the inputs may) and an
+    exact fp32 input at 2048; returns the arena, the inputs' pointer array and the exact view."""
+    buf = arena()
+    buf[:WIRE] = taco.compress(laplace(N, seed=1), "taco")
+    buf[512:512 + WIRE] = taco.compress(laplace(N, seed=2), "taco")
+    exact = floats(buf, 2048)
+    exact[:] = laplace(N, seed=3)
+    return buf, _ptrs(buf[:WIRE], buf[512:512 + WIRE]), exact
+
+
 def test_c_accumulate_checks_byte_ranges(lib):
     c = taco.find_codec("taco")
     f = taco._lib.ffi()
     fp32 = lib.tacoFloat32
-    buf = arena()
-    buf[:WIRE] = taco.compress(laplace(N, seed=1), "taco")
-    buf[512:512 + WIRE] = taco.compress(laplace(N, seed=2), "taco")
-    ins = _ptrs(buf[:WIRE], buf[512:512 + WIRE])
-    exact = floats(buf, 2048)
-    exact[:] = laplace(N, seed=3)
+    buf, ins, exact = two_wires_and_exact()
     acc = lib.tacoHostDecompressAccumulate
     _expect_overlap(lib, acc(c, ins, 2, WIRE, _p(exact), _p(buf[512 + 64:]), N, fp32),
                     "y argument")
@@ -190,12 +196,7 @@ def test_c_reduce_compress_checks_byte_ranges(lib):
     c = taco.find_codec("taco")
     f = taco._lib.ffi()
     fp32 = lib.tacoFloat32
-    buf = arena()
-    buf[:WIRE] = taco.compress(laplace(N, seed=1), "taco")
-    buf[512:512 + WIRE] = taco.compress(laplace(N, seed=2), "taco")
-    ins = _ptrs(buf[:WIRE], buf[512:512 + WIRE])
-    exact = floats(buf, 2048)
-    exact[:] = laplace(N, seed=3)
+    buf, ins, exact = two_wires_and_exact()
     drc = lib.tacoHostDecompressReduceCompress
     out, y = _p(buf[4096:]), _p(buf[8192:])
 
