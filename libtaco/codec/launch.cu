@@ -72,7 +72,6 @@ bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p & 15) == 0;
 
 Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   const CodecDesc* d = codecById(codec.id);
-  const WireLayout w = wireLayout(codec, count, dtype);
   Args a{};
   a.k.fmt = d->format;
   a.k.rotate = d->rotate;
@@ -84,12 +83,7 @@ Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   a.k.c = d->rotate ? (float)(1.0 / sqrt((double)codec.blockSize)) : 1.0f;
   a.k.id = (uint8_t)codec.id;
   a.k.version = (uint8_t)d->formatVersion;
-  a.count = count;
-  a.nBlocks = w.nBlocks;
-  a.scalesOffset = w.scalesOffset;
-  a.codesEnd = w.codesOffset + w.codesBytes;
-  a.scalesEnd = w.scalesOffset + w.scalesBytes;
-  a.totalBytes = w.totalBytes;
+  setWire(a, pieceWireOf(wireLayout(codec, count, dtype), count));
   a.dtype = (uint8_t)dtype;
   return a;
 }

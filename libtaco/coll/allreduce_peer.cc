@@ -58,21 +58,13 @@ tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
 
 namespace {
 
-PieceWire pieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype) {
-  PieceWire w{};
-  if (n == 0) return w;
-  const WireLayout l = wireLayout(codec, n, dtype);
-  w.count = n;
-  w.nBlocks = l.nBlocks;
-  w.scalesOffset = l.scalesOffset;
-  w.codesEnd = l.codesOffset + l.codesBytes;
-  w.scalesEnd = l.scalesOffset + l.scalesBytes;
-  w.totalBytes = l.totalBytes;
-  return w;
+// An empty piece is all zeros (count 0: the kernels skip it).
+dev::PieceWire pieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype) {
+  return n == 0 ? dev::PieceWire{} : dev::pieceWireOf(wireLayout(codec, n, dtype), n);
 }
 
 // Threads the largest phase can keep busy: a warp per tile of blocks, or a thread per 16 bytes.
-size_t threadsWanted(const PeerPlan& p, const PieceWire* w, int n, tacoDataType_t dtype) {
+size_t threadsWanted(const PeerPlan& p, const dev::PieceWire* w, int n, tacoDataType_t dtype) {
   size_t most = 0;
   for (int j = 0; j < n; ++j) {
     size_t t;

@@ -65,12 +65,7 @@ __device__ __forceinline__ bool aligned16Dev(const void* p) { return ((uintptr_t
 
 // The codec's kernel arguments for piece `w` (no pointers set).
 __device__ __forceinline__ void setPiece(Args& a, const PieceWire& w) {
-  a.count = w.count;
-  a.nBlocks = w.nBlocks;
-  a.scalesOffset = w.scalesOffset;
-  a.codesEnd = w.codesEnd;
-  a.scalesEnd = w.scalesEnd;
-  a.totalBytes = w.totalBytes;
+  setWire(a, w);
   a.in.n = 0;
   a.x = nullptr;
   a.y = nullptr;

@@ -14,11 +14,6 @@
 
 namespace taco {
 
-// The wire layout of one piece, as the codec kernels' arguments hold it.
-struct PieceWire {
-  size_t count, nBlocks, scalesOffset, codesEnd, scalesEnd, totalBytes;
-};
-
 // One launch (one chunk, one epoch) of a peer-memory AllReduce, passed by value.
 struct PeerLaunch {
   int algo;          // tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw
@@ -36,7 +31,7 @@ struct PeerLaunch {
   int skipRank;      // TACO_FAULT_SKIP_RANK (-1: none)
   size_t halfBytes, slotBytes;
   size_t pieceOff[kPeerMaxRanks];   // fused: piece j of this chunk; one-shot: [0] = the chunk
-  PieceWire wire[kPeerMaxRanks];
+  dev::PieceWire wire[kPeerMaxRanks];
   dev::Args proto;                  // the codec's constants
   // TACO_PEER_TIMELINE: timelineRows rows of kTimelineSlots, one per CTA (coll/peer_timeline.h),
   // or null (off: each event is a branch on it, nothing more).

@@ -13,19 +13,13 @@ import time
 import numpy as np
 import pytest
 
-from test_collectives import (BF16, DTYPES, assert_same, block_of, close_all, parts_for, run_group,  # noqa: F401
-                              taco, to_dev, to_host, torch)
+from loopback_world import (BF16, DTYPES, assert_same, block_of, close_all, parts_for, run_group,  # noqa: F401
+                            taco, to_dev, to_host, torch, world)
 
 pytestmark = pytest.mark.gpu
 
 BLOCK_CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
 PEER_ALGOS = ["fused", "oneshot"]
-
-
-def world(taco, P, codec, algo, **cfg):
-    cfg.setdefault("fallback_bytes", 0)
-    comms = taco.comm.loopback(P, codec=codec, algo=algo, **cfg)
-    return comms
 
 
 def model_algo(algo):
@@ -43,7 +37,7 @@ def test_peer_allreduce_matches_model(taco, torch, P, algo, dtype, codec, count_
 
     count = 1 if count_kind == "one" else P * block_of(codec) - 1
     parts = parts_for(P, count, dtype, seed=P * 11 + count)
-    comms = world(taco, P, codec, algo)
+    comms = world(taco, P, codec, algo=algo)
     try:
         assert comms[0].allreduce_algo(count, dtype) == algo
         xs = [to_dev(torch, p) for p in parts]
@@ -67,7 +61,7 @@ def test_peer_allreduce_several_tiles_per_warp_matches_model(taco, torch, P, alg
 
     count = (1 << 22) + 5
     parts = parts_for(P, count, dtype, seed=P * 13)
-    comms = world(taco, P, codec, algo)
+    comms = world(taco, P, codec, algo=algo)
     try:
         assert comms[0].allreduce_algo(count, dtype) == algo
         xs = [to_dev(torch, p) for p in parts]
@@ -86,7 +80,7 @@ def test_raw_oneshot_matches_model(taco, torch, P, dtype, count):
     from taco import reference as ref
 
     parts = parts_for(P, count, dtype, seed=P + count)
-    comms = world(taco, P, "fp8-block", "oneshot-raw")
+    comms = world(taco, P, "fp8-block", algo="oneshot-raw")
     try:
         outs = run_group(taco, torch, comms, "allreduce", [to_dev(torch, p) for p in parts], False)
         want = ref.allreduce(parts, codec="fp8-block", algo="oneshot-raw")
@@ -108,7 +102,7 @@ def test_fused_equals_staged_large(taco, torch, P, dtype, codec):
     xs = [torch.randn(count, device="cuda", generator=gen).to(tdt) for _ in range(P)]
     got = {}
     for algo in ("staged", "fused"):
-        comms = world(taco, P, codec, algo)
+        comms = world(taco, P, codec, algo=algo)
         try:
             outs = run_group(taco, torch, comms, "allreduce", xs, False)
             got[algo] = outs
@@ -131,7 +125,7 @@ def test_oneshot_large_equals_codec_ops(taco, torch):
     xs = [torch.randn(count, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(P)]
     wires = [taco.compress(x, codec) for x in xs]
     want = taco.decompress_accumulate(wires, codec, count, "bfloat16")
-    comms = world(taco, P, codec, "oneshot")
+    comms = world(taco, P, codec, algo="oneshot")
     try:
         outs = run_group(taco, torch, comms, "allreduce", xs, True)
         for r in range(P):
@@ -147,7 +141,7 @@ def test_peer_graph_capture_replays(taco, torch, algo):
     read stale halves)."""
     P, count = 4, 3 * (1 << 20) + 17
     parts = parts_for(P, count, BF16, seed=21)
-    comms = world(taco, P, "taco", algo, chunk_bytes=1 << 20)  # small scratch: several launches per call
+    comms = world(taco, P, "taco", algo=algo, chunk_bytes=1 << 20)  # small scratch: several launches per call
     try:
         xs = [to_dev(torch, p) for p in parts]
         eager = [to_host(torch, o) for o in run_group(taco, torch, comms, "allreduce", xs, False)]
@@ -180,8 +174,8 @@ def test_two_worlds_two_streams(taco, torch):
     launch is cooperative (all its CTAs resident or none), so neither can starve the other."""
     P, count = 4, (1 << 22) + 9
     parts = parts_for(P, count, BF16, seed=31)
-    wa = world(taco, P, "fp8-block", "fused", chunk_bytes=1 << 22)
-    wb = world(taco, P, "taco", "oneshot", chunk_bytes=1 << 22)
+    wa = world(taco, P, "fp8-block", algo="fused", chunk_bytes=1 << 22)
+    wb = world(taco, P, "taco", algo="oneshot", chunk_bytes=1 << 22)
     try:
         xs = [to_dev(torch, p) for p in parts]
         ea = [to_host(torch, o) for o in run_group(taco, torch, wa, "allreduce", xs, False)]

@@ -21,7 +21,7 @@ import pytest
 from taco.errors import InvalidUsageError
 
 from soak_plan import ALGOS, DTYPES, OPS, POOL_ELEMS, Call, buffers, make_plan, model, unavailable
-from test_collectives import assert_same, taco, to_host, torch  # noqa: F401 (fixtures)
+from loopback_world import assert_same, taco, to_host, torch  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.gpu
 

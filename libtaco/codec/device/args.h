@@ -1,8 +1,9 @@
-// The arguments of the codec kernels (Args, filled on the host and passed by value)
-// and the host-side helpers that a launcher of codec device code needs: the kernel
-// arguments for a codec, count and dtype, the alignment test, the device's SM count
-// and L2 size, and the opt-in to large dynamic shared memory. Plain C++, usable from
-// .cc and .cu files; the functions are defined once, in codec/launch.cu.
+// The arguments of the codec kernels (Args, filled on the host and passed by value),
+// their wire fields (PieceWire), and the host-side helpers that a launcher of codec
+// device code needs: the kernel arguments for a codec, count and dtype, the alignment
+// test, the device's SM count and L2 size, and the opt-in to large dynamic shared
+// memory. Plain C++, usable from .cc and .cu files; the functions not inline here are
+// defined once, in codec/launch.cu.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -39,6 +40,35 @@ struct Args {
   int streamOut;    // the decompressed output is larger than L2: store it evict-first
   uint8_t dtype;
 };
+
+// The wire layout of `count` elements as the kernels' arguments hold it: the fields
+// of Args that wireLayout() determines. The peer kernels get one per piece.
+struct PieceWire {
+  size_t count, nBlocks, scalesOffset, codesEnd, scalesEnd, totalBytes;
+};
+
+// The one mapping from a codec's WireLayout of `count` elements to the kernels' view.
+inline PieceWire pieceWireOf(const WireLayout& l, size_t count) {
+  PieceWire w;
+  w.count = count;
+  w.nBlocks = l.nBlocks;
+  w.scalesOffset = l.scalesOffset;
+  w.codesEnd = l.codesOffset + l.codesBytes;
+  w.scalesEnd = l.scalesOffset + l.scalesBytes;
+  w.totalBytes = l.totalBytes;
+  return w;
+}
+
+// Sets the wire fields of `a` (the codec launchers on the host, the peer kernels per
+// piece on the device).
+__host__ __device__ __forceinline__ void setWire(Args& a, const PieceWire& w) {
+  a.count = w.count;
+  a.nBlocks = w.nBlocks;
+  a.scalesOffset = w.scalesOffset;
+  a.codesEnd = w.codesEnd;
+  a.scalesEnd = w.scalesEnd;
+  a.totalBytes = w.totalBytes;
+}
 
 // Whether compress (mode kCompress) or plain decompress (kAccumulate with one input
 // and no exact input) of `a` takes the rotated codecs' B = 256 kernel

@@ -1,5 +1,6 @@
 // Device code shared by every codec path: the group reductions, asynchronous
-// global -> shared copies, and the generic Walsh-Hadamard transform.
+// global -> shared copies, the Walsh-Hadamard butterflies in registers and the
+// generic transform.
 //
 // Thread mapping assumed: a block of B elements is held by tpb = B / 32 consecutive
 // lanes of one warp ("a group", tpb a power of two <= 32), so a group reduction is a
@@ -72,19 +73,26 @@ __device__ __forceinline__ void cpAsyncWait() {
 #endif
 }
 
+// Walsh-Hadamard butterflies in registers on strides H0, 2 H0, ..., H1 of the register
+// index (none when H1 < H0).
+template <int H0, int H1, int N>
+__device__ __forceinline__ void butterflies(float (&v)[N]) {
+#pragma unroll
+  for (int h = H0; h <= H1; h <<= 1)
+#pragma unroll
+    for (int r = 0; r < N; ++r)
+      if (!(r & h)) {
+        const float x = v[r], y = v[r + h];
+        v[r] = x + y;
+        v[r + h] = x - y;
+      }
+}
+
 // Walsh-Hadamard butterflies in ascending stride: the chunk bits (in registers),
 // the thread bits (shuffles), then the chunk-index bits (in registers).
 template <int V>
 __device__ __forceinline__ void fwht(float (&v)[kPerThread], int t, int tpb) {
-#pragma unroll
-  for (int h = 1; h < V; h <<= 1)
-#pragma unroll
-    for (int r = 0; r < kPerThread; ++r)
-      if (!(r & h)) {
-        float a = v[r], b = v[r + h];
-        v[r] = a + b;
-        v[r + h] = a - b;
-      }
+  butterflies<1, V / 2>(v);
   for (int o = 1; o < tpb; o <<= 1) {
     // lower lane: a + b; upper lane: a - b, as other + sign * own in one exact-sign FMA
     // (sign * own is exact, so the FMA rounds once, like the plain add/sub).
@@ -95,15 +103,7 @@ __device__ __forceinline__ void fwht(float (&v)[kPerThread], int t, int tpb) {
       v[r] = __fmaf_rn(sign, v[r], other);
     }
   }
-#pragma unroll
-  for (int h = V; h < kPerThread; h <<= 1)
-#pragma unroll
-    for (int r = 0; r < kPerThread; ++r)
-      if (!(r & h)) {
-        float a = v[r], b = v[r + h];
-        v[r] = a + b;
-        v[r + h] = a - b;
-      }
+  butterflies<V, kPerThread / 2>(v);
 }
 
 }  // namespace dev

@@ -50,20 +50,6 @@ constexpr int kCompressSlotUnits = kWarps * 4 * kXposeGroup;
 constexpr int kCompressUnits = kCompressDepth * kCompressSlotUnits;
 constexpr int kDecompressUnits = kDecompressDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
 
-// Butterflies in registers on strides H0, 2 H0, ..., H1 of the register index.
-template <int H0, int H1, int N>
-__device__ __forceinline__ void butterflies(float (&v)[N]) {
-#pragma unroll
-  for (int h = H0; h <= H1; h <<= 1)
-#pragma unroll
-    for (int r = 0; r < N; ++r)
-      if (!(r & h)) {
-        const float x = v[r], y = v[r + h];
-        v[r] = x + y;
-        v[r + h] = x - y;
-      }
-}
-
 // The whole FWHT of a block held as positions 32t + r; leaves positions 32a + 4t + b
 // in v[4a + b]. row = buf + 9t, col = buf + t (this lane's bases in the block's buffer).
 __device__ __forceinline__ void transposedFwht(float (&v)[kPerThread], float4* row, const float4* col) {
