@@ -103,6 +103,68 @@ TACO_HD void unpackInt6(uint32_t w, uint8_t* c) {
   c[3] = (uint8_t)((w >> 18) & 0x3f);
 }
 
+// encode() and packInt6 of 16 consecutive values v[i] * inv in one go (the B = 256 16-bit
+// compress; reference.py mirrors the two it replaces): their 12 wire bytes as three
+// little-endian words o[0..2], ANDed with keep (0 for a NaN block, whose codes are all 0;
+// else ~0). Requires |v[i] * inv| < 31.5, where encode()'s clamp never
+// acts (a block's |v| <= m and inv = 31 / m up to a few ulps). About three instructions
+// per code instead of ten (rounding, clamp, conversion, then byte-wise packing):
+//  - x + (2^23 + k_i), k_i even and >= 32, rounds x to the integer c = rintf(x) (half to
+//    even: the constant is even), and its bits are 0x4b000000 + k_i + c: the code, offset
+//    by k_i, in the low bits, without a conversion;
+//  - with offset codes c + 32 in [1, 63] the fields of a word do not borrow from each
+//    other, so a word is the sum of its fields' bits shifted into place (one multiply-add
+//    each) and one XOR of every field's bit 5 turns c + 32 into c's two's complement;
+//  - the rest of the bits (0x4b000000 + k_i - 32, shifted) cancel mod 2^32: k_i = 32 but
+//    at positions 3, 8 and 13, chosen so (static_assert below).
+TACO_HD constexpr uint32_t int6RunOffset(int i) { return i == 3 || i == 8 ? 15712u : (i == 13 ? 212320u : 32u); }
+TACO_HD constexpr uint32_t int6RunSignBits(int w) {  // bit 5 of each field of word w
+  return w == 0 ? 0x20820820u : (w == 1 ? 0x08208208u : 0x82082082u);
+}
+
+// Word w's share of field i of a run: its bits at shift 6i - 32w (a right shift for the
+// field that starts in word w - 1); false when the field lies outside the word.
+TACO_HD constexpr bool int6RunField(int i, int w, uint32_t bits, uint32_t& share) {
+  const int sh = 6 * i - 32 * w;
+  if (sh <= -6 || sh >= 32) return false;
+  share = sh >= 0 ? bits << sh : bits >> -sh;
+  return true;
+}
+// The constants of encodeInt6Run: even offsets >= 32, bits besides the offset codes that
+// cancel in every word (and that a right shift splits from them without a carry), sign bits.
+constexpr bool int6RunConstantsCancel() {
+  for (int w = 0; w < 3; ++w) {
+    uint32_t sum = 0, signs = 0, share = 0;
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t rest = 0x4b000000u + int6RunOffset(i) - 32u;
+      if (int6RunOffset(i) % 2 != 0 || int6RunOffset(i) < 32) return false;
+      if (!int6RunField(i, w, rest, share)) continue;
+      if (6 * i < 32 * w && (rest & ((1u << (32 * w - 6 * i)) - 1)) != 0) return false;
+      sum += share;
+      int6RunField(i, w, 32u, share);
+      signs |= share;
+    }
+    if (sum != 0 || signs != int6RunSignBits(w)) return false;
+  }
+  return true;
+}
+static_assert(int6RunConstantsCancel(), "INT6 run offsets");
+
+TACO_HD void encodeInt6Run(const float* v, float inv, uint32_t keep, uint32_t (&o)[3]) {
+  uint32_t b[16];
+  for (int i = 0; i < 16; ++i) {
+    const float x = v[i] * inv;
+    const float y = x + (float)(0x800000u + int6RunOffset(i));
+    memcpy(&b[i], &y, 4);
+  }
+  for (int w = 0; w < 3; ++w) {
+    uint32_t sum = 0, share = 0;
+    for (int i = 0; i < 16; ++i)
+      if (int6RunField(i, w, b[i], share)) sum += share;
+    o[w] = (sum ^ int6RunSignBits(w)) & keep;
+  }
+}
+
 // |x| with NaN mapped to +inf, so that max() is exact and NaN-safe.
 TACO_HD float magnitude(float x) {
   float a = fabsf(x);

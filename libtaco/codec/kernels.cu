@@ -65,6 +65,8 @@ __global__ void __launch_bounds__(kThreads, MODE == kCompress ? 3 : 2) blockCode
   } else if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
              inputsOk) {  // the staged decompress copies a byte per code
     genericDecompressTiles<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+  } else if (takesStagedSum<FMT>(a, inputsOk)) {  // k inputs (+ exact), staged
+    genericSumTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
   } else {
     generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t, inputsOk);
   }

@@ -4,8 +4,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include "codec/device/rotated256.cuh"  // the staging constants (shared memory sizes)
@@ -37,14 +37,17 @@ size_t l2Bytes() { return (size_t)deviceAttribute(cudaDevAttrL2CacheSize, 50 << 
 
 cudaError_t allowSharedMemory(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
+  // The largest size allowed so far per (kernel, device): one kernel launches with
+  // different sizes (decompress-accumulate: the plain decompress's or the sum's).
   static std::mutex mu;
-  static std::set<std::pair<const void*, int>> done;
+  static std::map<std::pair<const void*, int>, size_t> allowed;
   int device = 0;
   cudaGetDevice(&device);
   std::lock_guard<std::mutex> lock(mu);
-  if (done.count({kernel, device})) return cudaSuccess;
+  size_t& had = allowed[{kernel, device}];
+  if (had >= bytes) return cudaSuccess;
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-  if (e == cudaSuccess) done.insert({kernel, device});
+  if (e == cudaSuccess) had = bytes;
   return e;
 }
 
@@ -55,6 +58,10 @@ size_t genericCompressSmemBytes(tacoDataType_t dtype) {
 size_t genericDecompressSmemBytes(tacoDataType_t dtype) {
   return dtype == tacoFloat32 ? (size_t)Stage<float>::kDecompressDepth * Stage<float>::kDecompressSlot
                               : (size_t)Stage<__half>::kDecompressDepth * Stage<__half>::kDecompressSlot;
+}
+size_t genericSumSmemBytes(tacoDataType_t dtype) {
+  return dtype == tacoFloat32 ? (size_t)Stage<float>::kSumDepth * Stage<float>::kSumSlot
+                              : (size_t)Stage<__half>::kSumDepth * Stage<__half>::kSumSlot;
 }
 size_t rotated256CompressSmemBytes(tacoDataType_t dtype) {
   return (size_t)(dtype == tacoFloat32 ? rotated256::kCompressUnits : rotated256::fourLane::kUnits) * 16;
@@ -106,18 +113,24 @@ int ctasPerSm(bool blocked, bool rotated256Path) {
 }
 
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
-// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4.
+// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4. The staged
+// pipelines copy a byte per code: INT4 and INT6 sums of several inputs (decompress-accumulate,
+// reduce-compress) take generalTiles, without shared memory.
 template <typename T, int MODE>
-KernelFn blockKernel(tacoDataType_t dtype, int fmt, bool fastPath, size_t& smem) {
+KernelFn blockKernel(const Args& a, int fmt, bool fastPath, size_t& smem) {
+  const tacoDataType_t dtype = (tacoDataType_t)a.dtype;
   if constexpr (MODE != kReduceCompress) {
     if (fastPath) {
       smem = MODE == kCompress ? rotated256CompressSmemBytes(dtype) : rotated256DecompressSmemBytes(dtype);
       return rotated256KernelFor<T, MODE>(fmt);
     }
   }
-  smem = MODE == kCompress     ? genericCompressSmemBytes(dtype)
-         : MODE == kAccumulate ? genericDecompressSmemBytes(dtype)
-                               : 0;
+  const bool plainDecompress = MODE == kAccumulate && a.in.n == 1 && a.x == nullptr;
+  const bool bytePerCode = fmt != kFmtInt4 && fmt != kFmtInt6;
+  smem = MODE == kCompress  ? genericCompressSmemBytes(dtype)
+         : plainDecompress  ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
+         : bytePerCode      ? genericSumSmemBytes(dtype)         // genericSumTiles
+                            : 0;
   return blockCodecKernelFor<T, MODE>(fmt);
 }
 
@@ -141,7 +154,7 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   if (grid == 0) grid = 1;
   if (d->blocked) {
     size_t smem;
-    const KernelFn kernel = blockKernel<T, MODE>((tacoDataType_t)a.dtype, d->format, fastPath, smem);
+    const KernelFn kernel = blockKernel<T, MODE>(a, d->format, fastPath, smem);
     cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
     kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);

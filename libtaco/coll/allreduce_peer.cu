@@ -49,6 +49,7 @@
 #include "coll/device/peer_timeline.cuh"
 #include "codec/device/block_generic.cuh"
 #include "codec/device/element.cuh"
+#include "codec/device/rotated256.cuh"
 #include "codec/device/args.h"
 
 namespace taco {
@@ -106,25 +107,55 @@ __device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
                    peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs}};
 }
 
+// Formats whose rotated codecs at B = 256 take the rotated256 layout in the peer kernels
+// (codec/device/rotated256.cuh): taco, int8-hadamard, int6-hadamard. (taco-e5m2 keeps the
+// generic path: three kernels fewer to build.)
+template <int FMT>
+constexpr bool kRotated256Format = FMT == kFmtE4M3 || FMT == kFmtInt8 || FMT == kFmtInt6;
+
+// A piece the rotated256 tile functions take: the test of the codec launcher's
+// takesRotated256Kernel(), for a CTA-uniform piece.
+__device__ __forceinline__ bool rotated256Piece(const Args& a) {
+  return a.k.rotate && a.k.B == 256 && a.vec && a.count < ((size_t)1 << 40);
+}
+
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
 // ahead; tiles that cannot be staged take the general load).
-template <typename T, int FMT>
+template <typename T, int FMT, bool ROT>
 __device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
+  if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  if constexpr (ROT && kRotated256Format<FMT>) {
+    if (rotated256Piece(a)) {  // the B = 256 rotated layout, as the codec's own kernel takes it
+      if constexpr (sizeof(T) == 2)
+        rotated256::fourLane::fourLaneCompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane);
+      else
+        rotated256::rotated256CompressTiles<T, FMT>(a, w.warp, w.nWarps, (a.nBlocks + 3) / 4, w.lane >> 3,
+                                                    w.lane & 7);
+      return;
+    }
+  }
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
   genericCompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
 }
 
 // Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
-template <typename T, int MODE, int FMT>
+template <typename T, int MODE, int FMT, bool ROT>
 __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  if constexpr (MODE == kAccumulate && ROT && kRotated256Format<FMT>) {
+    if (rotated256Piece(a) && a.in.n == 1 && a.x == nullptr && inputsOk) {
+      rotated256::rotated256DecompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane >> 3, w.lane & 7);
+      return;
+    }
+  }
   if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
       inputsOk)
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
+  else if (takesStagedSum<FMT>(a, inputsOk))
+    genericSumTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // k inputs (+ exact), staged
   else
     generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
 }
@@ -158,7 +189,9 @@ __device__ __forceinline__ void preparePiece(PieceArgs& sp, const PeerLaunch& L,
   __syncthreads();
 }
 
-template <typename T, int FMT>
+// ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
+// tile functions too (a kernel of its own: they need more registers than the generic path).
+template <typename T, int FMT, bool ROT>
 __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
   __shared__ PieceArgs sp;
   const Who w = who(L);
@@ -178,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
         a.x = send + L.pieceOff[j] * eb;
         a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
       });
-      compressPiece<T, FMT>(sp.a, w);
+      compressPiece<T, FMT, ROT>(sp.a, w);
     }
     peer::mark(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
@@ -192,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
           a.y = recv + L.pieceOff[r] * eb;
           a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, r));
         });
-        sumPiece<T, kReduceCompress, FMT>(sp.a, w, sp.inputsOk);
+        sumPiece<T, kReduceCompress, FMT, ROT>(sp.a, w, sp.inputsOk);
       }
       peer::mark(L, kTimelineEndB);
       peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
@@ -205,7 +238,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
             a.in.ptr[a.in.n++] = slotOf(L, j, e.parity, j);
             a.y = recv + L.pieceOff[j] * eb;
           });
-          sumPiece<T, kAccumulate, FMT>(sp.a, w, sp.inputsOk);
+          sumPiece<T, kAccumulate, FMT, ROT>(sp.a, w, sp.inputsOk);
         }
       }
     }
@@ -214,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
       a.x = send + L.pieceOff[0] * eb;
       a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
     });
-    compressPiece<T, FMT>(sp.a, w);
+    compressPiece<T, FMT, ROT>(sp.a, w);
     peer::mark(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
@@ -223,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
         for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
         a.y = recv + L.pieceOff[0] * eb;
       });
-      sumPiece<T, kAccumulate, FMT>(sp.a, w, sp.inputsOk);
+      sumPiece<T, kAccumulate, FMT, ROT>(sp.a, w, sp.inputsOk);
     }
   }
   peer::ctaFinish(e.mine, w.ctas, e.epoch);
@@ -287,23 +320,23 @@ cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
 }
 
 template <typename T>
-PeerKernel peerKernel(int algo, int fmt) {
+PeerKernel peerKernel(int algo, int fmt, bool rot) {
   if (algo == tacoAlgoOneShotRaw) return peerRawKernel<T>;
   switch (fmt) {
-    case kFmtE4M3: return peerBlockKernel<T, kFmtE4M3>;
-    case kFmtE5M2: return peerBlockKernel<T, kFmtE5M2>;
-    case kFmtInt8: return peerBlockKernel<T, kFmtInt8>;
-    case kFmtInt4: return peerBlockKernel<T, kFmtInt4>;
-    case kFmtInt6: return peerBlockKernel<T, kFmtInt6>;
+    case kFmtE4M3: return rot ? peerBlockKernel<T, kFmtE4M3, true> : peerBlockKernel<T, kFmtE4M3, false>;
+    case kFmtE5M2: return peerBlockKernel<T, kFmtE5M2, false>;
+    case kFmtInt8: return rot ? peerBlockKernel<T, kFmtInt8, true> : peerBlockKernel<T, kFmtInt8, false>;
+    case kFmtInt4: return peerBlockKernel<T, kFmtInt4, false>;
+    case kFmtInt6: return rot ? peerBlockKernel<T, kFmtInt6, true> : peerBlockKernel<T, kFmtInt6, false>;
     default: return nullptr;
   }
 }
 
-PeerKernel pickKernel(int algo, int fmt, tacoDataType_t dtype) {
+PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype) {
   switch (dtype) {
-    case tacoFloat32: return peerKernel<float>(algo, fmt);
-    case tacoFloat16: return peerKernel<__half>(algo, fmt);
-    case tacoBfloat16: return peerKernel<__nv_bfloat16>(algo, fmt);
+    case tacoFloat32: return peerKernel<float>(algo, fmt, rot);
+    case tacoFloat16: return peerKernel<__half>(algo, fmt, rot);
+    case tacoBfloat16: return peerKernel<__nv_bfloat16>(algo, fmt, rot);
     default: return nullptr;
   }
 }
@@ -312,7 +345,7 @@ PeerKernel pickKernel(int algo, int fmt, tacoDataType_t dtype) {
 
 bool peerCodecSupported(tacoCodec_t codec) {
   const CodecDesc* d = codecById(codec.id);
-  return d != nullptr && d->blocked && pickKernel(tacoAlgoFused, d->format, tacoFloat32) != nullptr;
+  return d != nullptr && d->blocked && pickKernel(tacoAlgoFused, d->format, false, tacoFloat32) != nullptr;
 }
 
 int peerMaxCtasPerRank() {
@@ -333,14 +366,19 @@ void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
 
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream) {
   const CodecDesc* d = codecById(L.proto.k.id);
-  const PeerKernel kernel = pickKernel(L.algo, d != nullptr ? d->format : -1, dtype);
+  const bool rot = L.proto.k.rotate && L.proto.k.B == 256;  // the rotated256 layout may apply
+  const PeerKernel kernel = pickKernel(L.algo, d != nullptr ? d->format : -1, rot, dtype);
   if (kernel == nullptr) return cudaErrorInvalidValue;
   // Co-residency bound: every CTA of the launch, and of the other ranks' launches on this GPU
   // (ranksPerDevice counts them), must fit on the GPU at once.
-  // The block kernels stage tiles through shared memory (compress and plain decompress pipelines).
-  const size_t smem = L.algo == tacoAlgoOneShotRaw
-                          ? 0
-                          : std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
+  // The block kernels stage tiles through shared memory (the compress, plain decompress and,
+  // for a byte per code, the multi-input sum pipelines: sumPiece; the rotated256 layout's).
+  size_t smem = 0;
+  if (L.algo != tacoAlgoOneShotRaw) {
+    smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
+    if (rot) smem = std::max(smem, std::max(rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype)));
+    if (d->format != kFmtInt4 && d->format != kFmtInt6) smem = std::max(smem, genericSumSmemBytes(dtype));
+  }
   int perSm = 0;
   cudaError_t e = residentPerSm(kernel, smem, &perSm);
   if (e != cudaSuccess) return e;

@@ -96,6 +96,103 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
     assert same_bits(from_dev(cupy, y2d, dtype), y2h)
 
 
+# The staged multi-input sum (genericSumTiles, device/block_generic.cuh) stages a tile as
+# units of up to 3 compressed inputs, then the exact input: k = 1 ... 15 inputs make 1 ... 5
+# units of codes, 1 ... 6 units per tile with the exact input, so its 3 slots wrap within a
+# tile and across tiles. Byte codes at block sizes 32 (a lane per block), 256 and 1024 (a
+# warp per block), rotated and not, adaptive and not.
+STAGED_SUM_SPECS = ["taco", "fp8-block", "int8-block", "taco:block=32", "int8-hadamard:block=1024"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("spec", STAGED_SUM_SPECS)
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 15])
+def test_gpu_staged_sum_matches_host(cupy, k, spec, dtype):
+    # nine whole tiles of 1,024 elements with aligned buffers (staged) and a partial one
+    # (the general loads); with and without the exact input, reduce-compress with and
+    # without y; the NaN / Inf / zero blocks in the last input (the last group)
+    n = 9 * 1024 + 77
+    xs = [data(n, dtype, seed=40 + i, special=(i == k - 1)) for i in range(k)]
+    wires = [taco.compress(x, spec) for x in xs]
+    dw = [cupy.asarray(w) for w in wires]
+    exact = data(n, dtype, seed=6, special=False)
+    for ex in (None, exact):
+        exd = None if ex is None else to_dev(cupy, ex)
+        what = f"k = {k}, exact input: {ex is not None}"
+        yh = taco.decompress_accumulate(wires, spec, n, dtype, ex)
+        yd = taco.decompress_accumulate(dw, spec, n, dtype, exd)
+        assert same_bits(from_dev(cupy, yd, dtype), yh), f"decompress-accumulate, {what}"
+        oh, rh = taco.decompress_reduce_compress(wires, spec, n, dtype, ex, return_decompressed=True)
+        od, rd = taco.decompress_reduce_compress(dw, spec, n, dtype, exd, return_decompressed=True)
+        assert np.array_equal(cupy.asnumpy(od), oh), f"decompress-reduce-compress wire, {what}"
+        assert same_bits(from_dev(cupy, rd, dtype), rh), f"decompress-reduce-compress y, {what}"
+        od = taco.decompress_reduce_compress(dw, spec, n, dtype, exd)
+        assert np.array_equal(cupy.asnumpy(od), oh), f"decompress-reduce-compress without y, {what}"
+
+
+@pytest.mark.parametrize("k,with_exact", [(2, False), (1, True), (4, True), (7, True)])
+@pytest.mark.parametrize("dtype", [BF16, np.dtype(np.float32)], ids=str)
+def test_gpu_staged_sum_several_tiles_per_warp(cupy, k, with_exact, dtype):
+    # 2^25 + 77 elements: decompress-reduce-compress's grid (at most 8 CTAs of 8 warps per
+    # SM: codec/launch.cu, ctasPerSm) leaves each warp several tiles, so the pipeline stages
+    # the next tile's units (1, 2, 3 and 4 per tile here) while it computes this one's: at
+    # 2 and 4 a slot holds codes in one unit and the exact input in another. The inputs
+    # are compressed on the GPU (held to the host twin by the tests above).
+    n = (1 << 25) + 77
+    codec = "taco"
+    rng = np.random.default_rng(k)
+    xs = [(rng.laplace(size=n) * 4.0 ** i).astype(np.float32).astype(dtype) for i in range(k)]
+    dtype_arg = str(np.dtype(dtype)) if dtype == BF16 else None
+    dw = [taco.compress(to_dev(cupy, x), codec, dtype=dtype_arg) for x in xs]
+    wires = [cupy.asnumpy(w) for w in dw]
+    exact = xs[0] if with_exact else None
+    exd = to_dev(cupy, exact) if with_exact else None
+    oh, rh = taco.decompress_reduce_compress(wires, codec, n, dtype, exact, return_decompressed=True)
+    od, rd = taco.decompress_reduce_compress(dw, codec, n, dtype, exd, return_decompressed=True)
+    assert np.array_equal(cupy.asnumpy(od), oh)
+    assert same_bits(from_dev(cupy, rd, dtype), rh)
+    yh = taco.decompress_accumulate(wires, codec, n, dtype, exact)
+    yd = taco.decompress_accumulate(dw, codec, n, dtype, exd)
+    assert same_bits(from_dev(cupy, yd, dtype), yh)
+
+
+@pytest.mark.parametrize("where", ["wire", "exact", "out", "y"])
+@pytest.mark.parametrize("codec", ["taco", "fp8-block"])
+def test_gpu_sum_with_an_unaligned_pointer(cupy, codec, where):
+    # One pointer 4-byte but not 16-byte aligned: the sum of 4 inputs takes the general
+    # loads (generalTiles) instead of the staged pipeline, with the same bits.
+    n, k = 5 * 1024 + 77, 4
+    f32 = np.dtype(np.float32)
+    xs = [data(n, f32, seed=60 + i) for i in range(k)]
+    wires = [taco.compress(x, codec) for x in xs]
+    exact = data(n, f32, seed=7, special=False)
+    size = taco.compressed_size(codec, n, np.float32)
+
+    def unaligned_bytes(nbytes):
+        return cupy.zeros(nbytes + 16, cupy.uint8)[4:4 + nbytes]
+
+    def unaligned_f32(host=None):
+        buf = cupy.zeros(n + 1, cupy.float32)
+        if host is not None:
+            buf[1:] = cupy.asarray(host)
+        return buf[1:]
+
+    dw = [cupy.asarray(w) for w in wires]
+    if where == "wire":
+        dw[2] = unaligned_bytes(size)
+        dw[2][...] = cupy.asarray(wires[2])
+    exd = unaligned_f32(exact) if where == "exact" else cupy.asarray(exact)
+    out = unaligned_bytes(size) if where == "out" else cupy.zeros(size, cupy.uint8)
+    y = unaligned_f32() if where == "y" else cupy.zeros(n, cupy.float32)
+    oh, rh = taco.decompress_reduce_compress(wires, codec, n, f32, exact, return_decompressed=True)
+    taco.decompress_reduce_compress(dw, codec, n, f32, exd, out=out, y=y)
+    assert np.array_equal(cupy.asnumpy(out), oh)
+    assert same_bits(cupy.asnumpy(y), rh)
+    y2 = unaligned_f32() if where == "y" else cupy.zeros(n, cupy.float32)
+    taco.decompress_accumulate(dw, codec, n, f32, exd, out=y2)
+    assert same_bits(cupy.asnumpy(y2), taco.decompress_accumulate(wires, codec, n, f32, exact))
+
+
 @pytest.mark.parametrize("codec,dtype", [("taco", BF16), ("taco", np.dtype(np.float32)),
                                          ("fp8-block", np.dtype(np.float16)), ("int8-hadamard", BF16),
                                          ("int6-hadamard", BF16), ("int6-hadamard", np.dtype(np.float32))])

@@ -75,3 +75,41 @@ def test_gpu_matches_host_across_the_whole_range(cupy, spec, dtype):
                                                    return_decompressed=True)
         assert np.array_equal(cupy.asnumpy(o_d), o_h), f"decompress-reduce-compress wire, n = {n}"
         assert same_bits(from_dev(cupy, r_d, dtype), r_h), f"decompress-reduce-compress output, n = {n}"
+
+
+def block_shifts(wire, spec, n, dtype):
+    """Each block's decode shift K (block_math.h, decodeShift: 64, 0 or -64) of one wire."""
+    from taco import reference as ref
+    c = ref._Codec(spec, None)
+    return ref._decode_scales(c, [ref._unpack(c, wire, n, dtype)[1]])[1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("spec", ["taco", "taco:block=32", "fp8-block", "int8-block", "int8-hadamard:block=1024"])
+@pytest.mark.parametrize("k", [4, 7])
+def test_gpu_staged_sum_shift_of_a_later_group(cupy, spec, dtype, k):
+    # The staged sum (genericSumTiles) decodes with the shift K of the first group of 3
+    # inputs and sums a tile again through the general loads where a later group's is
+    # larger. The last input (group 1 of k = 4, group 2 of k = 7) runs the sweep
+    # backwards: where the others hold the smallest blocks (K = -64) it holds the largest
+    # (K = 0 or 64), and the other way round (group 0's K stands).
+    B = taco.codec_info(spec)["block_size"]
+    fwd = [sweep(dtype, B, seed=s)[0] for s in (1, 3, 4, 5)]
+    rev = sweep(dtype, B, seed=2)[0][::-1].copy()
+    xs = fwd[:3] + ([] if k == 4 else [fwd[3], fwd[0], fwd[1]]) + [rev]
+    n = xs[0].size // 2048 * 2048  # whole tiles, aligned: every tile staged
+    xs = [x[:n] for x in xs]
+    wires = [taco.compress(x, spec) for x in xs]
+    shifts = np.array([block_shifts(w, spec, n, dtype) for w in wires])
+    if np.dtype(dtype) != np.dtype(np.float16):  # fp16's range never needs a shift
+        assert (shifts[-1] > shifts[:-1].max(axis=0)).any(), "no block where the last group shifts further"
+        assert (shifts[:3].max(axis=0) > shifts[-1]).any(), "no block where group 0 shifts further"
+    exact = (xs[1].astype(np.float32) * np.float32(0.25)).astype(dtype)
+    dw = [cupy.asarray(w) for w in wires]
+    a_h = taco.decompress_accumulate(wires, spec, n, dtype, exact)
+    a_d = taco.decompress_accumulate(dw, spec, n, dtype, to_dev(cupy, exact))
+    assert same_bits(from_dev(cupy, a_d, dtype), a_h), "decompress-accumulate"
+    o_h, r_h = taco.decompress_reduce_compress(wires, spec, n, dtype, exact, return_decompressed=True)
+    o_d, r_d = taco.decompress_reduce_compress(dw, spec, n, dtype, to_dev(cupy, exact), return_decompressed=True)
+    assert np.array_equal(cupy.asnumpy(o_d), o_h), "decompress-reduce-compress wire"
+    assert same_bits(from_dev(cupy, r_d, dtype), r_h), "decompress-reduce-compress output"

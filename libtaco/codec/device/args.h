@@ -96,11 +96,12 @@ int smCount();
 size_t l2Bytes();
 
 // Dynamic shared memory per CTA (kThreads threads) of the staged pipelines for
-// inputs / outputs of `dtype`: genericCompressTiles, genericDecompressTiles
-// (device/block_generic.cuh); rotated256CompressTiles (fp32) or
+// inputs / outputs of `dtype`: genericCompressTiles, genericDecompressTiles,
+// genericSumTiles (device/block_generic.cuh); rotated256CompressTiles (fp32) or
 // fourLaneCompressTiles (16-bit), rotated256DecompressTiles (device/rotated256.cuh).
 size_t genericCompressSmemBytes(tacoDataType_t dtype);
 size_t genericDecompressSmemBytes(tacoDataType_t dtype);
+size_t genericSumSmemBytes(tacoDataType_t dtype);
 size_t rotated256CompressSmemBytes(tacoDataType_t dtype);
 size_t rotated256DecompressSmemBytes(tacoDataType_t dtype);
 

@@ -22,7 +22,12 @@ namespace dev {
 
 // Pipeline depth (tiles in flight per warp) and shared-memory slots of the staged
 // paths: a compress slot holds a tile's input (16 KB per CTA for 16-bit types, 32 KB
-// for fp32), a decompress slot its codes and scales (10 KB).
+// for fp32), a decompress slot its codes and scales (10 KB). The multi-input sum
+// (genericSumTiles) stages a tile as units: the codes and scales of up to kSumGroup
+// inputs (30 KB), or the exact input (a compress slot's 16 or 32 KB); kSumDepth slots,
+// two units in flight while one is computed: 90 KB per CTA for 16-bit types, 96 KB for
+// fp32, so that two CTAs of kThreads fit an SM (227 KB on sm_90), as many as the
+// registers allow anyway.
 template <typename T>
 struct Stage {
   static constexpr int kCompressDepth = sizeof(T) == 4 ? 2 : 3;
@@ -30,6 +35,10 @@ struct Stage {
   static constexpr int kCompressSlot = Vec<T>::NCH * kThreads * 16;
   static constexpr int kCodesBytes = Vec<T>::NCH * kThreads * Vec<T>::V;  // one byte per element
   static constexpr int kDecompressSlot = kCodesBytes + kThreads * 8;      // + alpha and s per thread
+  static constexpr int kSumGroup = 3;
+  static constexpr int kSumDepth = 3;
+  static constexpr int kSumSlot =
+      kSumGroup * kDecompressSlot > kCompressSlot ? kSumGroup * kDecompressSlot : kCompressSlot;
 };
 
 // Codes <-> floats for one chunk. FP8 formats convert two codes per instruction
@@ -510,27 +519,16 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   cpAsyncWait<0>();
 }
 
-// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
-// staging (and plain decompress when its inputs fail the header check: NaN output).
+// The end of a decompress-accumulate or decompress-reduce-compress tile, the sum (+ the
+// exact input) in v: accumulate stores it; reduce-compress compresses it, zero past
+// `count` as compress() pads (the rotation leaves the padding of the last block
+// non-zero), and optionally decompresses it again into y.
 template <typename T, int MODE, int FMT>
-__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
-                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    const size_t block = tile * groupsPerWarp + groupInWarp;
-    const bool active = block < a.nBlocks;
-    float v[kPerThread];
-    accumulateTile<T, FMT>(a, block, t, active, v);
-    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
-    if (!inputsOk)
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    if (MODE == kAccumulate) {
-      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
-      continue;
-    }
-    // kReduceCompress: compress the fp32 sum, zero past `count` as compress() pads
-    // (the rotation leaves the padding of the last block non-zero); optionally
-    // decompress it again.
+__device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, bool active,
+                                           float (&v)[kPerThread]) {
+  if constexpr (MODE == kAccumulate) {
+    if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+  } else {
     if (active && (block + 1) * a.k.B > a.count) {
       constexpr int V = Vec<T>::V;
 #pragma unroll
@@ -552,6 +550,205 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     }
   }
+}
+
+// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
+// staging (and plain decompress when its inputs fail the header check: NaN output).
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    accumulateTile<T, FMT>(a, block, t, active, v);
+    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    if (!inputsOk)
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+    sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+  }
+}
+
+// Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
+// sum (genericSumTiles): one compressed input or more whose headers matched, a byte
+// per code (cp.async copies 4, 8 or 16 bytes: INT4's nibbles and INT6's 3- and 6-byte
+// chunks take generalTiles), and aligned pointers. Plain decompress (one input, no
+// exact input) has a pipeline of its own, genericDecompressTiles.
+template <int FMT>
+__device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
+  return FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && inputsOk && a.in.n >= 1;
+}
+
+// This thread's codes of one staged input (NCH words, a warp apart), decoded and
+// scaled by d: v = W_q, or v += W_q (FIRST: input 0, assigned, so that -0 survives),
+// the same operations per element as accumulateInput.
+template <typename T, int FMT, bool FIRST, typename Word>
+__device__ __forceinline__ void accumulateStaged(const Word* codes, float d, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const Word cw = codes[j * 32];
+    uint8_t c[V];
+    memcpy(c, &cw, V);
+    float f[V];
+    decodeChunk<V, FMT>(c, f);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[j * V + i] = FIRST ? f[i] * d : v[j * V + i] + f[i] * d;
+  }
+}
+
+// Decompress-accumulate and decompress-reduce-compress of k = a.in.n >= 1 inputs
+// (takesStagedSum), software-pipelined like genericDecompressTiles. A tile is a
+// sequence of units, each one shared-memory slot: the codes and scales of inputs
+// kSumGroup g .. kSumGroup g + kSumGroup - 1, for every group g, then the exact input
+// if there is one; each thread stages its part of the unit kSumDepth - 1 ahead of the
+// one it computes, across tile boundaries, so that every input's loads are in flight
+// while the previous units are decoded (generalTiles waits for one input at a time).
+// The shared memory per CTA is bounded whatever k is (kSumDepth slots of kSumSlot:
+// device/args.h, genericSumSmemBytes); a slot for every input of a tile would not be
+// (10 KB per input, and k reaches 15 in two-shot at P = 16, 16 in one-shot).
+//
+// The per-element operations are accumulateTile's, in its order: R = W_0 + W_1 + ...,
+// the rotation, back from the decode's exponent shift K, then + x; then sumTileOut.
+// K is the largest decodeShift of the block's k inputs (blockDecodeShift), needed
+// before the first decode: the staged sum takes group 0's and checks every later
+// group's against it. Where a later group's is larger (only at the extremes of the
+// range: block_math.h, decodeShift) the warp sums the tile again with the general
+// loads, as generalTiles does, and so it does tiles not wholly inside `count`.
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kSumDepth, G = Stage<T>::kSumGroup, V = Vec<T>::V, NCH = Vec<T>::NCH;
+  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  extern __shared__ uint4 stagingArea[];
+  uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
+  const int k = a.in.n;
+  const int codeUnits = (k + G - 1) / G;
+  const int units = codeUnits + (a.x != nullptr ? 1 : 0);  // per tile
+  const int perBlock = a.k.adaptive ? 2 : 1;               // scales per block: (alpha, s) or s
+  // Slot layout: one region per warp, since a slot holds codes in one unit and the exact
+  // input in another, laid out differently, and the warps of a CTA run their units
+  // independently: with a CTA-wide layout a warp's copies would land in bytes another
+  // warp has still to read. In its region: input i's chunk j at codes [i][j][lane], its
+  // scales at scales [i][lane]; or the exact input's chunk j at [j][lane].
+  constexpr int kRegion = Stage<T>::kSumSlot / (kThreads / 32);
+  static_assert(kRegion % 16 == 0 && G * 32 * (NCH * V + 8) <= kRegion && NCH * 32 * 16 <= kRegion,
+                "a warp's units fit its region of a slot");
+  const int lane = threadIdx.x & 31;
+  uint8_t* const region = area + (threadIdx.x >> 5) * kRegion;
+  auto codesAt = [&](int slot, int i) {
+    return reinterpret_cast<Word*>(region + slot * Stage<T>::kSumSlot) + i * NCH * 32 + lane;
+  };
+  auto scalesAt = [&](int slot, int i) {
+    return reinterpret_cast<float2*>(region + slot * Stage<T>::kSumSlot + G * NCH * 32 * V) + i * 32 + lane;
+  };
+  auto exactAt = [&](int slot) { return reinterpret_cast<uint4*>(region + slot * Stage<T>::kSumSlot) + lane; };
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  auto stage = [&](size_t tile, int u, int slot) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    if (u < codeUnits) {
+#pragma unroll
+      for (int i = 0; i < G; ++i) {
+        const int q = u * G + i;
+        if (q < k) {
+          const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
+          Word* c = codesAt(slot, i);
+#pragma unroll
+          for (int j = 0; j < NCH; ++j)
+            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+          cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + a.scalesOffset) + perBlock * block,
+                  4 * perBlock);
+        }
+      }
+    } else {
+      const T* x = static_cast<const T*>(a.x) + block * a.k.B;
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) cpAsync(exactAt(slot) + j * 32, x + (size_t)(t + a.k.tpb * j) * V, 16);
+    }
+  };
+  // Stages unit u + n of this warp's tile sequence from unit u of `tile` (n < D) into
+  // `slot`, if its tile is stageable (whole and aligned); one commit group either way.
+  // Whether a slot holds a staged unit is its tile's stageable(), asked again when it is
+  // computed: no state kept across the tile's compress beside tile and slot.
+  auto stageAhead = [&](size_t tile, int u, int n, int slot) {
+    int farU = u + n;
+    size_t farTile = tile;
+    while (farU >= units) {
+      farU -= units;
+      farTile += nWarps;
+    }
+    if (stageable(farTile)) stage(farTile, farU, slot);
+    cpAsyncCommit();
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool tileStaged = stageable(tile);  // every unit of the tile alike (warp-uniform)
+    float v[kPerThread];
+    int K = 0;
+    bool reshift = false;  // a later group's inputs shift further than group 0's
+    for (int u = 0; u < units; ++u) {
+      __syncwarp();  // every lane has read the slot computed one unit ago (lanes share its bytes)
+      stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
+      cpAsyncWait<D - 1>();                // this unit's copies have landed
+      if (tileStaged && u < codeUnits) {
+        float alpha[G], sc[G];
+        int Kg = -64;
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          alpha[i] = sc[i] = 1.0f;
+          if (u * G + i < k) {
+            const float2 sp = *scalesAt(s, i);
+            alpha[i] = a.k.adaptive ? sp.x : 1.0f;
+            sc[i] = a.k.adaptive ? sp.y : sp.x;
+            Kg = max(Kg, decodeShift(sc[i], alpha[i], a.k.c));
+          }
+        }
+        if (u == 0)
+          K = Kg;
+        else if (Kg > K)
+          reshift = true;
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          const int q = u * G + i;
+          if (q < k) {
+            const float d = decodeScaleShifted(sc[i], alpha[i], a.k.c, K);
+            if (i == 0 && u == 0)
+              accumulateStaged<T, FMT, true>(codesAt(s, 0), d, v);
+            else
+              accumulateStaged<T, FMT, false>(codesAt(s, i), d, v);
+          }
+        }
+        if (u == codeUnits - 1) {
+          if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+          if (K != 0) unshiftAll(v, K);
+        }
+      } else if (tileStaged) {  // the exact input: v + x, as addValues
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+          RawChunks<T, V> raw;
+          raw.c[0] = exactAt(s)[j * 32];
+          float f[V];
+          rawToFloat<T, V>(raw, f);
+#pragma unroll
+          for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + f[i];
+        }
+      }
+      s = s + 1 == D ? 0 : s + 1;
+    }
+    const bool active = block < a.nBlocks;
+    if (!tileStaged || __any_sync(0xffffffffu, reshift)) {  // the whole warp: the rotation's shuffles
+      accumulateTile<T, FMT>(a, block, t, active, v);
+      if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    }
+    sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+  }
+  cpAsyncWait<0>();
 }
 
 }  // namespace dev

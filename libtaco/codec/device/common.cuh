@@ -44,16 +44,19 @@ __device__ __forceinline__ uint32_t groupMaxU(uint32_t v, int tpb) {
 // ---- Asynchronous global -> shared copies (cp.async, sm_80+): every thread stages
 // the chunks of the tile after next while it computes this one, so loads stay in
 // flight without holding registers (a register prefetch cost a third of the
-// occupancy). Each thread reads back only what it copied itself: no barrier.
+// occupancy). Each thread reads back only what it copied itself: no barrier. With
+// no barrier, nothing but the "memory" clobbers below keeps the compiler from moving
+// a slot's shared-memory reads above the wait that completes it, or below the copy
+// that refills it.
 __device__ __forceinline__ void cpAsync(void* smem, const void* gmem, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
   if (bytes == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
   else if (bytes == 8)
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
   else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
 #else
   memcpy(smem, gmem, bytes);
 #endif
@@ -66,7 +69,7 @@ __device__ __forceinline__ void cpAsyncCommit() {
 template <int N>
 __device__ __forceinline__ void cpAsyncWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 

@@ -270,7 +270,8 @@ __device__ __forceinline__ void storeInt6Chunk(uint8_t* p, const uint8_t (&c)[V]
 // runs of 16 or 32 consecutive codes: int6Word packs the four code bytes of one
 // encodeWord (c0 in the low byte) as packInt6's 24-bit word; packInt6Quad puts four such
 // words, 16 codes, into the 12 wire bytes o[0..2] (little-endian), unpackInt6Quad takes
-// them back out (each word's bits 0..23, all unpackInt6 reads).
+// them back out (each word's bits 0..23, all unpackInt6 reads). (The 16-bit compress
+// encodes and packs its runs in one step, block_math.h's encodeInt6Run.)
 __device__ __forceinline__ uint32_t int6Word(uint32_t codes) {
   uint8_t c[4];
   memcpy(c, &codes, 4);

@@ -263,15 +263,17 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
   if constexpr (FMT == kFmtInt6) {
-    // 16 consecutive codes per r: 12 bytes at 48r + 12t (4-byte aligned; a block's codes are 192)
+    // 16 consecutive codes per r: 12 bytes at 48r + 12t (4-byte aligned; a block's codes
+    // are 192). encodeInt6Run needs |v * inv| < 31.5: m is max|v| exactly (the last stage
+    // above) and inv is 31 / m to a few ulps, so encode()'s clamp would never act
+    // (test_int6_run checks the scales). A bad block (inv NaN) gets its NaN code 0 via keep.
     uint32_t* codes = reinterpret_cast<uint32_t*>(a.out + TACO_HEADER_BYTES + block * 192 + 12 * t);
+    uint32_t keep = bad ? 0u : ~0u;
+    asm("" : "+r"(keep));  // opaque: else each AND with it becomes a select, one more instruction
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const float* w = &v[16 * r];
-      const uint32_t words[4] = {int6Word(encodeWord<FMT>(w, qs.inv)), int6Word(encodeWord<FMT>(w + 4, qs.inv)),
-                                 int6Word(encodeWord<FMT>(w + 8, qs.inv)), int6Word(encodeWord<FMT>(w + 12, qs.inv))};
       uint32_t o[3];
-      packInt6Quad(words, o);
+      encodeInt6Run(&v[16 * r], qs.inv, keep, o);
 #pragma unroll
       for (int k = 0; k < 3; ++k) codes[12 * r + k] = o[k];
     }
