@@ -171,7 +171,7 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
   }
   const bool forcedNccl = !loopback && mode == kPeerMemoryNccl;
   if (P < 2 && !forcedNccl) return tacoSuccess;
-  const size_t bytes = peerScratchBytes(c0->config.chunkBytes, P);
+  const size_t bytes = peerScratchBytes(c0->config.chunkBytes, P, c0->codec);
   std::vector<PeerMemory*> pms(n, nullptr);
   if (loopback) {
     TACO_CHECK(peerMemoryCreateLoopback(n, bytes, pms.data()));

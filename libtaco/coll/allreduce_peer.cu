@@ -168,32 +168,67 @@ struct PieceArgs {
   int inputsOk;
 };
 
-// Every thread of the CTA calls it: thread 0 sets up sp for piece `w` (pointers by `fill`),
-// computes vec and the input header check; on return every thread sees the result.
+// One thread sets up sp for piece `w` (pointers by `fill`): the wire, vec and the input
+// header check. The caller brackets it with __syncthreads.
+template <class Fill>
+__device__ __forceinline__ void fillPiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
+  sp.a = L.proto;
+  setPiece(sp.a, w);
+  fill(sp.a);
+  Args& a = sp.a;
+  bool vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out), ok = true;
+  for (int q = 0; q < a.in.n; ++q) {
+    ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+    vec = vec && aligned16Dev(a.in.ptr[q]);
+  }
+  a.vec = vec;
+  sp.inputsOk = ok;
+}
+
+// Every thread of the CTA calls it: thread 0 sets up sp for piece `w`; on return every
+// thread sees it.
 template <class Fill>
 __device__ __forceinline__ void preparePiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
   __syncthreads();  // every thread is done with the previous piece
-  if (threadIdx.x == 0) {
-    sp.a = L.proto;
-    setPiece(sp.a, w);
-    fill(sp.a);
-    Args& a = sp.a;
-    bool vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out), ok = true;
-    for (int q = 0; q < a.in.n; ++q) {
-      ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
-      vec = vec && aligned16Dev(a.in.ptr[q]);
-    }
-    a.vec = vec;
-    sp.inputsOk = ok;
-  }
+  if (threadIdx.x == 0) fillPiece(sp, L, w, fill);
   __syncthreads();
+}
+
+// Pieces a phase works on at once: all P - 1 peers' pieces up to P = 8.
+constexpr int kPieceGroups = 7;
+
+// Phases A and C: work(args, who) on the pieces of the P - 1 peers j = r + 1, r + 2, ...
+// (mod P), up to kPieceGroups at once, each taken by its own share of the rank's warps
+// (warp w takes piece w mod G, as warp w / G of its share). A phase thus ramps up and
+// drains once, not once per piece. The tile functions keep their staging per warp or
+// per thread, so warps of one CTA may work on different pieces. Every thread of the CTA
+// calls it; fill(args, j) sets piece j's pointers.
+template <class Fill, class Work>
+__device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L, const Who& w, Fill fill,
+                                              Work work) {
+  const int P = L.P, m = P - 1;
+  const int G = (int)min((size_t)min(m, kPieceGroups), w.nWarps);
+  const int g = (int)(w.warp % G);
+  Who share = w;
+  share.warp = w.warp / G;
+  share.nWarps = (w.nWarps - g + G - 1) / G;
+  for (int t = 0; t < m; t += G) {
+    __syncthreads();  // every thread is done with the previous round's pieces
+    if ((int)threadIdx.x < G && t + (int)threadIdx.x < m) {
+      const int j = (w.rank + 1 + t + (int)threadIdx.x) % P;
+      if (L.wire[j].count > 0) fillPiece(sp[threadIdx.x], L, L.wire[j], [&](Args& a) { fill(a, j); });
+      else sp[threadIdx.x].a.count = 0;  // an empty piece: its slot holds no wire to check
+    }
+    __syncthreads();
+    if (t + g < m && sp[g].a.count > 0) work(sp[g], share);
+  }
 }
 
 // ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
 // tile functions too (a kernel of its own: they need more registers than the generic path).
 template <typename T, int FMT, bool ROT>
 __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
-  __shared__ PieceArgs sp;
+  __shared__ PieceArgs sp[kPieceGroups];
   const Who w = who(L);
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
@@ -204,59 +239,55 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
   const size_t eb = sizeof(T);
 
   if (L.algo == tacoAlgoFused) {
-    for (int k = 1; k < P; ++k) {  // A. compress the peers' pieces into their scratch
-      const int j = (r + k) % P;
-      if (L.wire[j].count == 0) continue;
-      preparePiece(sp, L, L.wire[j], [&](Args& a) {
-        a.x = send + L.pieceOff[j] * eb;
-        a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
-      });
-      compressPiece<T, FMT, ROT>(sp.a, w);
-    }
+    forPeerPieces(  // A. compress the peers' pieces into their scratch
+        sp, L, w,
+        [&](Args& a, int j) {
+          a.x = send + L.pieceOff[j] * eb;
+          a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
+        },
+        [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
     peer::mark(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, r, e.epoch + 1, e.guard)) {  // B. reduce our piece
       peer::mark(L, kTimelineWait0);
       if (L.wire[r].count > 0) {
-        preparePiece(sp, L, L.wire[r], [&](Args& a) {
+        preparePiece(sp[0], L, L.wire[r], [&](Args& a) {
           for (int j = 0; j < P; ++j)
             if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, e.parity, j);
           a.x = send + L.pieceOff[r] * eb;
           a.y = recv + L.pieceOff[r] * eb;
           a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, r));
         });
-        sumPiece<T, kReduceCompress, FMT, ROT>(sp.a, w, sp.inputsOk);
+        sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
       }
       peer::mark(L, kTimelineEndB);
       peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
       if (peer::ctaWaitRanks(e.mine, 1, P, r, e.epoch + 1, e.guard)) {  // C. decode the peers' reduced pieces
         peer::mark(L, kTimelineWait1);
-        for (int k = 1; k < P; ++k) {
-          const int j = (r + k) % P;
-          if (L.wire[j].count == 0) continue;
-          preparePiece(sp, L, L.wire[j], [&](Args& a) {
-            a.in.ptr[a.in.n++] = slotOf(L, j, e.parity, j);
-            a.y = recv + L.pieceOff[j] * eb;
-          });
-          sumPiece<T, kAccumulate, FMT, ROT>(sp.a, w, sp.inputsOk);
-        }
+        forPeerPieces(
+            sp, L, w,
+            [&](Args& a, int j) {
+              a.in.ptr[a.in.n++] = slotOf(L, j, e.parity, j);
+              a.y = recv + L.pieceOff[j] * eb;
+            },
+            [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
       }
     }
   } else {  // one-shot
-    preparePiece(sp, L, L.wire[0], [&](Args& a) {
+    preparePiece(sp[0], L, L.wire[0], [&](Args& a) {
       a.x = send + L.pieceOff[0] * eb;
       a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
     });
-    compressPiece<T, FMT, ROT>(sp.a, w);
+    compressPiece<T, FMT, ROT>(sp[0].a, w);
     peer::mark(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
       peer::mark(L, kTimelineWait0);
-      preparePiece(sp, L, L.wire[0], [&](Args& a) {
+      preparePiece(sp[0], L, L.wire[0], [&](Args& a) {
         for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
         a.y = recv + L.pieceOff[0] * eb;
       });
-      sumPiece<T, kAccumulate, FMT, ROT>(sp.a, w, sp.inputsOk);
+      sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
     }
   }
   peer::ctaFinish(e.mine, w.ctas, e.epoch);

@@ -4,8 +4,17 @@
 
 namespace taco {
 
-size_t peerScratchBytes(size_t chunkBytes, int nranks) {
+size_t peerScratchBytes(size_t chunkBytes, int nranks, tacoCodec_t codec) {
   size_t half = chunkBytes / 2;
+  // A slot holds the codec's wire of the staged plan's piece of 16-bit data (scales and
+  // headers included): a call of k chunks is k launches, not k plus a short remainder.
+  // (Blocked codecs only: the others have no two-shot here.)
+  const CodecDesc* d = codecById(codec.id);
+  if (d != nullptr && d->blocked) {
+    const size_t piece = pieceElems(chunkBytes, nranks, 2, planGranule(codec));
+    const size_t slot = (wireLayout(codec, piece, tacoBfloat16).totalBytes + 255) / 256 * 256;
+    if (half < slot * (size_t)nranks) half = slot * (size_t)nranks;
+  }
   const size_t minHalf = (size_t)nranks * 64 * 1024;  // room for a few blocks per slot
   if (half < minHalf) half = minHalf;
   half = (half + 255) / 256 * 256;

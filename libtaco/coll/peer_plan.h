@@ -35,9 +35,11 @@ constexpr size_t kFlagsBytes = (size_t)kPeerPhases * kPeerMaxRanks * kPeerLine;
 constexpr size_t kDataOffset = kFlagsOffset + kFlagsBytes;
 constexpr size_t kTailBytes = 256;
 
-// Scratch bytes per rank for a communicator whose chunk is `chunkBytes`: each half
-// holds chunkBytes / 2 of data (the compressed size of a chunk of 16-bit data).
-size_t peerScratchBytes(size_t chunkBytes, int nranks);
+// Scratch bytes per rank for a communicator whose chunk is `chunkBytes` and codec
+// `codec`: each half holds chunkBytes / 2 of data, and at least P slots of the codec's
+// wire of a staged chunk's piece of 16-bit data (pieceElems), so that a two-shot chunk
+// of 16-bit data is one launch.
+size_t peerScratchBytes(size_t chunkBytes, int nranks, tacoCodec_t codec);
 
 // Bytes of one data half of a scratch of `scratchBytes`.
 inline size_t peerHalfBytes(size_t scratchBytes) {

@@ -150,6 +150,20 @@ def sync_and_check(torch, worlds, touched, what):
     touched.clear()
 
 
+def free_device_memory(torch):
+    """(free, total) device bytes with the allocators' caches emptied: torch's caching allocator
+    and CuPy's pool keep freed blocks reserved, as much as a few hundred MiB depending on
+    timing, which would read as a leak of the library's."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    try:
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+    except ImportError:
+        pass
+    return torch.cuda.mem_get_info()
+
+
 def warm_up(taco, torch, worlds, codecs):
     """Create every communicator and run every collective on it once per dtype, small (below
     auto's fallback) and mid-sized, in and out of place: communicators, workspaces and the CUDA
@@ -182,7 +196,7 @@ def test_soak(taco, torch):
     try:
         t0 = time.monotonic()
         warm = warm_up(taco, torch, worlds, codecs)
-        free0, total = torch.cuda.mem_get_info()
+        free0, total = free_device_memory(torch)
         t1 = time.monotonic()
         print(f"\nsoak: warm-up {warm} calls on {sum(len(w.comm_sets) for w in worlds)} communicator sets in "
               f"{t1 - t0:.1f} s; free device memory {free0 / 2**20:.0f} MiB of {total / 2**20:.0f} MiB")
@@ -213,7 +227,7 @@ def test_soak(taco, torch):
         for w in worlds:  # every communicator, touched or not
             sync_and_check(torch, worlds, {(w.index, key) for key in w.comm_sets}, "end of the soak")
         t2 = time.monotonic()
-        free1, _ = torch.cuda.mem_get_info()
+        free1, _ = free_device_memory(torch)
 
         per = ", ".join(f"{op}{'/' + algo if algo else ''} {k}" for (op, algo), k in sorted(counts.items()))
         print(f"soak: {len(plan)} calls in {t2 - t1:.1f} s ({model_s:.1f} s of it in {sampled} model checks), "

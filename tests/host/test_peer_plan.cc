@@ -1,0 +1,85 @@
+// The peer-memory AllReduce's scratch size and launch plan (libtaco/coll/peer_plan.h):
+// a slot holds the wire of the staged plan's piece of 16-bit data for every blocked
+// codec and rank count, so a two-shot call takes no more launches than the staged path
+// has chunks (no short remainder launch for a scale's few bytes); every launch's
+// pieces fit their slots; the chunks cover each shard without overlap. The plan is
+// internal (hidden symbols), so its sources are compiled in here.
+#include <cstdio>
+#include <cstdlib>
+
+#include "../../libtaco/codec/registry.cc"
+#include "../../libtaco/coll/peer_plan.cc"
+#include "../../libtaco/coll/plan.cc"
+#include "../../libtaco/core/check.cc"
+#include "../../libtaco/core/log.cc"
+#include "../../libtaco/core/params.cc"
+#include "check.h"
+
+namespace {
+
+using namespace taco;
+
+tacoCodec_t parse(const char* spec) {
+  tacoCodec_t c{};
+  if (codecParse(spec, &c, "test", "codec") != tacoSuccess) {
+    std::printf("cannot parse %s\n", spec);
+    std::exit(1);
+  }
+  return c;
+}
+
+void checkCase(const char* spec, int P, size_t chunkBytes, size_t count, tacoDataType_t dtype) {
+  const tacoCodec_t codec = parse(spec);
+  const size_t scratch = peerScratchBytes(chunkBytes, P, codec);
+  const size_t slot = peerSlotBytes(scratch, P);
+  const PeerPlan p = peerPlan(tacoAlgoFused, codec, count, dtype, P, scratch);
+  const size_t eb = dtype == tacoFloat32 ? 4 : 2;
+  // No more launches than the staged plan has chunks (fewer where the wire is under a
+  // byte per element or the minimum slot is larger).
+  const size_t staged = chunkCount(p.shard[0].len, pieceElems(chunkBytes, P, eb, planGranule(codec)));
+  TEST_ASSERT_MSG(p.nChunks <= staged, "%s P %d chunk %zu count %zu eb %zu: %zu launches, staged %zu chunks", spec, P,
+                  chunkBytes, count, eb, p.nChunks, staged);
+  // Every piece fits its slot; the pieces cover each shard once.
+  bool fits = true, covers = true;
+  for (int j = 0; j < P; ++j) {
+    size_t next = p.shard[j].off;
+    for (size_t c = 0; c < p.nChunks; ++c) {
+      const Range pc = peerPiece(p, j, c);
+      if (pc.len == 0) continue;
+      if (wireLayout(codec, pc.len, dtype).totalBytes > slot) fits = false;
+      if (pc.off != next) covers = false;
+      next = pc.off + pc.len;
+    }
+    if (next != p.shard[j].off + p.shard[j].len) covers = false;
+  }
+  TEST_ASSERT_MSG(fits, "%s P %d chunk %zu count %zu: a piece overflows its slot (%zu bytes)", spec, P, chunkBytes,
+                  count, slot);
+  TEST_ASSERT_MSG(covers, "%s P %d chunk %zu count %zu: the pieces do not cover the shards", spec, P, chunkBytes,
+                  count);
+}
+
+}  // namespace
+
+int main() {
+  const char* codecs[] = {"fp8-block", "taco", "int8-hadamard", "int6-hadamard", "int4-block", "fp8-block:block=32",
+                          "int8-hadamard:block=1024"};
+  const int ranks[] = {2, 3, 4, 8, 16};
+  const size_t chunks[] = {(size_t)1 << 20, (size_t)4 << 20, (size_t)64 << 20, (size_t)256 << 20};
+  for (const char* spec : codecs)
+    for (int P : ranks)
+      for (size_t ch : chunks)
+        for (size_t count : {(size_t)1, (size_t)1000003, (size_t)128 << 20, ((size_t)1 << 27) + 5})
+          for (tacoDataType_t dt : {tacoBfloat16, tacoFloat32}) checkCase(spec, P, ch, count, dt);
+
+  // By hand: 256 MiB of bf16 per rank at P = 4, fp8-block, the default 64 MiB chunk: four
+  // launches of 8 Mi elements per piece (a slot of 8 MiB held 8,259,328: five launches).
+  const tacoCodec_t fp8 = parse("fp8-block");
+  const size_t scratch = peerScratchBytes((size_t)64 << 20, 4, fp8);
+  const PeerPlan p = peerPlan(tacoAlgoFused, fp8, (size_t)128 << 20, tacoBfloat16, 4, scratch);
+  TEST_ASSERT_EQ_SIZE(p.nChunks, 4);
+  TEST_ASSERT_EQ_SIZE(peerPiece(p, 0, 0).len, (size_t)8 << 20);
+  // Codec none (raw one-shot only): the scratch stays two halves of chunkBytes / 2.
+  TEST_ASSERT_EQ_SIZE(peerScratchBytes((size_t)64 << 20, 4, parse("none")),
+                      kDataOffset + ((size_t)64 << 20) + kTailBytes);
+  return TEST_REPORT();
+}
