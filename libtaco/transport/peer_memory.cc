@@ -19,6 +19,12 @@
 
 namespace taco {
 
+cudaError_t zeroScratchSync(void* p, size_t bytes) {
+  cudaError_t e = cudaMemset(p, 0, bytes);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
+  return e;
+}
+
 void attachWords(PeerMemory* pm, const MappedWords& w) {
   pm->abortHost = w.host;
   pm->abortDev = w.dev;
@@ -64,7 +70,7 @@ tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* ro
                   "working", route, q, me, got[q]);
         *ok = 0;
       }
-    if (cudaMemset(pm.base[me] + line, 0, 4 * (size_t)P) != cudaSuccess) (void)cudaGetLastError(), *ok = 0;
+    if (zeroScratchSync(pm.base[me] + line, 4 * (size_t)P) != cudaSuccess) (void)cudaGetLastError(), *ok = 0;
   }
   return peerAgree(t, ok);
 }
@@ -110,7 +116,7 @@ tacoResult_t peerMemoryCreateLoopback(int nranks, size_t bytes, PeerMemory** out
               "AllReduce are off for this world", nranks, bytes, cudaGetErrorString(e));
     return tacoSuccess;
   }
-  TACO_CUDA_CHECK(cudaMemset(shared->mem, 0, bytes * nranks));
+  TACO_CUDA_CHECK(zeroScratchSync(shared->mem, bytes * nranks));
   for (int r = 0; r < nranks; ++r) {
     PeerMemory* pm = new (std::nothrow) PeerMemory();
     if (pm == nullptr) {
@@ -175,7 +181,7 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
     int ok;
   } hmine{};
   cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&owner->mine), bytes);
-  if (e == cudaSuccess) e = cudaMemset(owner->mine, 0, bytes);
+  if (e == cudaSuccess) e = zeroScratchSync(owner->mine, bytes);
   if (e == cudaSuccess) e = cudaIpcGetMemHandle(&hmine.h, owner->mine);
   hmine.ok = e == cudaSuccess;
   if (e != cudaSuccess) {

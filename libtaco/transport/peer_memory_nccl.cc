@@ -107,7 +107,7 @@ int localSteps(Transport* t, size_t bytes, NcclSymmetricOwner* o, char* why, siz
     ncclWhy(api, o->comm, r, "ncclMemAlloc", why, n);
     return 0;
   }
-  const cudaError_t e = cudaMemset(o->mem, 0, bytes);
+  const cudaError_t e = zeroScratchSync(o->mem, bytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(why, n, "zeroing the ncclMemAlloc'ed scratch: '%s'", cudaGetErrorString(e));

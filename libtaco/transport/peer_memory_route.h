@@ -28,6 +28,13 @@ struct MappedWords {
 
 void attachWords(PeerMemory* pm, const MappedWords& w);
 
+// Zeroes `bytes` of fresh scratch and waits until that is done. cudaMemset runs on the
+// legacy stream, which the communicators' non-blocking streams never wait for: without
+// the wait, a first kernel could read the flags that a freed scratch left in reused
+// memory (and pass a wait too early), or a peer's first flag could land before the
+// zeroing and be erased.
+cudaError_t zeroScratchSync(void* p, size_t bytes);
+
 // Collective: *ok becomes 1 only if it is 1 on every rank. *refuser (optional) is the
 // first rank that had 0, or -1.
 tacoResult_t peerAgree(Transport* t, int* ok, int* refuser = nullptr);

@@ -282,7 +282,8 @@ def test_config_workspace_and_queries(taco):
         # staged: depth x 2 regions x P pieces of (1 MiB / 4 ranks of bf16 = 128 Ki elements) compressed;
         # plus the peer scratch of the loopback world
         staged = 3 * 2 * 4 * (128 * 1024 + 128 * 1024 // 128 * 8 + 512)
-        assert peer_scratch(1 << 20, 4) < ws <= staged + peer_scratch(1 << 20, 4)
+        scratch = peer_scratch(1 << 20, 4, "taco:block=128", 128)
+        assert scratch < ws <= staged + scratch
     finally:
         close_all(comms)
     none = loop(taco, 2, "none")  # no staged workspace: only the peer scratch (the raw one-shot)
@@ -290,9 +291,16 @@ def test_config_workspace_and_queries(taco):
     close_all(none)
 
 
-def peer_scratch(chunk, P):
-    """coll/peer_plan.h: control and flag lines, two halves of max(chunk / 2, P x 64 KiB), a tail."""
-    half = -(-max(chunk // 2, P * 65536) // 256) * 256
+def peer_scratch(chunk, P, codec=None, block=256):
+    """coll/peer_plan.h: control and flag lines, two halves, a tail. A half holds max(chunk / 2,
+    P x 64 KiB) and, for a blocked codec, P slots of the wire (256-byte aligned) of the staged
+    plan's piece of 16-bit data: max(1, chunk / P / (2 B)) blocks of B."""
+    from taco import codec as tcodec
+    half = max(chunk // 2, P * 65536)
+    if codec is not None:
+        piece = max(1, chunk // P // (2 * block)) * block
+        half = max(half, P * (-(-tcodec.compressed_size(codec, piece, "bfloat16") // 256) * 256))
+    half = -(-half // 256) * 256
     return 16 * 128 + 2 * 16 * 128 + 2 * half + 256
 
 

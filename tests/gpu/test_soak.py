@@ -7,6 +7,8 @@ in preallocated pools. About one call in 50 is compared with the numpy model on 
 for bit (NaN equal to NaN); the others must run without an error. The streams are synchronised
 every 100 calls and the communicators' asynchronous errors read, so a failure surfaces near its
 cause; at the end device memory must be where it was after the warm-up (no leak per call).
+The memory check reads the whole GPU's free memory (CUDA has no per-process figure): run this
+file with the GPU to itself. Beside other test processes it reads their allocations as a leak.
 
 Run on a GPU machine:  TACO_LIBRARY=build/libtaco.so pytest -m gpu -s tests/gpu/test_soak.py
 TACO_SOAK_CALLS (default 10000) sets the number of calls, TACO_SOAK_SEED the seed,
