@@ -76,7 +76,7 @@ const EnvParam kParams[] = {
     {"TACO_CODEC", "fp8-block", "codec spec for communicators whose config leaves it unset (name[:block=N])",
      "a codec spec",  // checked when a communicator is created
      [](const char* v, EnvParams* p) { p->codec = v; return true; }},
-    {"TACO_CHUNK_BYTES", "268435456", "pipeline chunk, in uncompressed bytes per call (suffixes K, M, G)", "a size",
+    {"TACO_CHUNK_BYTES", "67108864", "pipeline chunk, in uncompressed bytes per call (suffixes K, M, G)", "a size",
      [](const char* v, EnvParams* p) { return parseSize(v, &p->chunkBytes); }},
     {"TACO_FALLBACK_BYTES", "1048576", "messages smaller than this use the uncompressed NCCL collective", "a size",
      [](const char* v, EnvParams* p) { return parseSize(v, &p->fallbackBytes); }},

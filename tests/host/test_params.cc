@@ -35,7 +35,7 @@ int main() {
 
   const taco::EnvParams& p = taco::envParams();
   TEST_ASSERT(strcmp(p.codec, "fp8-block") == 0);
-  TEST_ASSERT_EQ_SIZE(p.chunkBytes, (size_t)256 << 20);
+  TEST_ASSERT_EQ_SIZE(p.chunkBytes, (size_t)64 << 20);
   TEST_ASSERT_EQ_SIZE(p.fallbackBytes, (size_t)2 << 20);
   TEST_ASSERT_EQ_INT(p.pipelineDepth, 3);
   TEST_ASSERT_EQ_INT(p.checkConsistency, 1);

@@ -456,7 +456,7 @@ def test_cli_info(lib):
     for name in taco.codecs():
         assert f" {name} " in out
     assert re.search(r"TACO_DEBUG +WARN +\(set\)", out)       # the library's own table
-    assert re.search(r"TACO_CHUNK_BYTES +268435456 +\(default\)", out)
+    assert re.search(r"TACO_CHUNK_BYTES +67108864 +\(default\)", out)
 
 
 def test_cli_bench_codec_host(lib, tmp_path):
@@ -564,7 +564,7 @@ def test_param_info_lists_every_variable(lib, monkeypatch):
         i += 1
     assert {"TACO_CODEC", "TACO_CHUNK_BYTES", "TACO_FALLBACK_BYTES", "TACO_PIPELINE_DEPTH",
             "TACO_CHECK_CONSISTENCY", "TACO_CHECK_POINTERS", "TACO_NCCL_LIBRARY", "TACO_DEBUG"} <= set(seen)
-    assert seen["TACO_CHUNK_BYTES"] == str(256 << 20) and seen["TACO_CODEC"] == "fp8-block"
+    assert seen["TACO_CHUNK_BYTES"] == str(64 << 20) and seen["TACO_CODEC"] == "fp8-block"
     assert lib.tacoGetParamInfo(i, name, dflt, meaning, value) == lib.tacoInvalidArgument
     assert "index argument" in f.string(lib.tacoGetLastError(f.NULL)).decode()
     k = list(seen).index("TACO_CHUNK_BYTES")
