@@ -33,10 +33,16 @@ def model_algo(algo):
 @pytest.mark.parametrize("algo", PEER_ALGOS)
 @pytest.mark.parametrize("P", [2, 3, 4, 8])
 def test_peer_allreduce_matches_model(taco, torch, P, algo, dtype, codec, count_kind, inplace):
+    count = 1 if count_kind == "one" else P * block_of(codec) - 1
+    assert_matches_model(taco, torch, P, algo, codec, dtype, count, P * 11 + count, inplace)
+
+
+def assert_matches_model(taco, torch, P, algo, codec, dtype, count, seed, inplace):
+    """One AllReduce of `count` elements on a loopback world that runs `algo`: every rank's
+    output equals the numpy model's, bit for bit."""
     from taco import reference as ref
 
-    count = 1 if count_kind == "one" else P * block_of(codec) - 1
-    parts = parts_for(P, count, dtype, seed=P * 11 + count)
+    parts = parts_for(P, count, dtype, seed=seed)
     comms = world(taco, P, codec, algo=algo)
     try:
         assert comms[0].allreduce_algo(count, dtype) == algo
@@ -57,20 +63,7 @@ def test_peer_allreduce_several_tiles_per_warp_matches_model(taco, torch, P, alg
     inputs and the exact piece; one-shot's P inputs) has several tiles (at most 2 CTAs per
     SM, shared by the P ranks), so the staged sum's pipeline (genericSumTiles) runs across
     tiles; bit for bit against the numpy model."""
-    from taco import reference as ref
-
-    count = (1 << 22) + 5
-    parts = parts_for(P, count, dtype, seed=P * 13)
-    comms = world(taco, P, codec, algo=algo)
-    try:
-        assert comms[0].allreduce_algo(count, dtype) == algo
-        xs = [to_dev(torch, p) for p in parts]
-        outs = run_group(taco, torch, comms, "allreduce", xs, False)
-        want = ref.allreduce(parts, codec, algo=model_algo(algo))
-        for r in range(P):
-            assert_same(to_host(torch, outs[r]), want, f"rank {r}")
-    finally:
-        close_all(comms)
+    assert_matches_model(taco, torch, P, algo, codec, dtype, (1 << 22) + 5, P * 13, False)
 
 
 @pytest.mark.parametrize("count", [1, 777, (1 << 20) + 3])
