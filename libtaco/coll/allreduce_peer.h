@@ -1,6 +1,7 @@
 // The peer-memory AllReduce algorithms (fused two-shot, one-shot, raw one-shot):
-// the schedule builder, the executor's hook, and the kernel launcher
-// (coll/allreduce_peer.cu). docs/collectives.md, "Peer memory and the fused kernels".
+// the schedule builder, the executor's hook, and the kernel launcher (coll/allreduce_peer.cu;
+// the kernels are coll/device/peer_kernels.cuh). docs/collectives.md, "Peer memory and the
+// fused kernels".
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -55,7 +56,12 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op);
 // True when the peer kernels support this codec (block codecs); raw one-shot takes any.
 bool peerCodecSupported(tacoCodec_t codec);
 
-// Kernel side (allreduce_peer.cu).
+// Kernel side (allreduce_peer.cu launches, coll/device/peer_kernels.cuh holds the kernels).
+using PeerKernel = void (*)(const PeerLaunch);
+// The kernel for (algo, code format, rotated256 layout) and element type T; nullptr if
+// none. Instantiated for float, __half and __nv_bfloat16 in coll/allreduce_peer_kernels_*.cu.
+template <typename T>
+PeerKernel peerKernelFor(int algo, int fmt, bool rot);
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype);
 // The most CTAs one rank's launch can have on the current device (the grid NCCL's LSA
 // barriers are reserved for).

@@ -1,0 +1,342 @@
+// The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
+// One launch per chunk of the call (coll/peer_plan.h); each launch is one epoch.
+// The host side, which picks and launches them, is coll/allreduce_peer.cu; each element
+// type is instantiated in a file of its own (coll/allreduce_peer_kernels_*.cu), so that
+// the three compile in parallel.
+// A launch drives one rank (NCCL / CUDA IPC: one rank per process) or every rank of a
+// loopback world (one GPU): CTA group g runs rank localRank[g], ctasPerRank CTAs each.
+//
+// Fused two-shot, rank r, P ranks, pieces = this chunk's part of every shard:
+//   A. for every peer j != r: compress piece j of sendbuff straight into slot r of
+//      rank j's scratch (stores over NVLink); arrive: flag 0 of r at every j.
+//   B. wait for flag 0 of every j; sum in fp32, in rank order, the exact piece r of
+//      sendbuff and the decoded slots j != r (decompress-reduce-compress): the sum is
+//      compressed once into slot r of our scratch, and recvbuff's piece r is decoded
+//      from those bytes; arrive: flag 1 of r at every j.
+//   C. wait for flag 1 of every j; decode every peer's reduced piece from slot j of
+//      rank j's scratch (loads over NVLink) into recvbuff's piece j.
+// The tile functions and the wire layout per piece are the codec kernels' own
+// (codec/device/*.cuh), so the result is the staged two-shot's, bit for bit.
+//
+// One-shot, rank r: A. compress the chunk of sendbuff into slot 0 of our scratch;
+// arrive: flag 0 of r at every rank (ourselves too). B. wait for flag 0 of every
+// rank; decode-accumulate every rank's slot 0 in rank order into recvbuff. Raw
+// one-shot is the same with codec `none` (a copy, then an fp32 sum in rank order).
+//
+// In place is safe: a rank writes recvbuff's pieces j != r only in phase C, after
+// every owner's flag 1, which each owner raises only after every rank's phase A
+// (which reads them); piece r is read and written by the same thread in phase B.
+//
+// Why it cannot deadlock: the launch is cooperative, so all its CTAs are resident
+// together or the launch waits; a CTA only waits on other ranks' CTAs of the same
+// call, which are resident on their own GPU (or in this very launch on loopback).
+// Several processes on one GPU (cuda-ipc, ranksPerDevice > 1): each launch takes
+// 1/ranksPerDevice of the GPU, so that under MPS, where the processes' kernels run
+// concurrently, every rank's CTAs fit at once. Without MPS a GPU runs one context at a
+// time and time-slices between processes; compute preemption (Pascal and later) swaps a
+// spinning kernel out at the end of its slice, so the peer's kernel runs in a later
+// slice and the wait ends: correct, but each wait can cost a time slice per process.
+// Why it cannot replay stale data: see coll/device/peer_sync.cuh (epochs in device
+// memory, halves by epoch parity: a rank writes a half again two epochs later, and
+// reaching that epoch needs every peer's flags of the epoch in between, raised
+// only after the peer finished reading).
+#pragma once
+#include <cuda_runtime.h>
+
+#include "coll/allreduce_peer.h"
+#include "coll/device/peer_sync.cuh"
+#include "coll/device/peer_timeline.cuh"
+#include "codec/device/args.h"
+#include "codec/device/block_generic.cuh"
+#include "codec/device/element.cuh"
+#include "codec/device/rotated256.cuh"
+
+namespace taco {
+namespace peer {
+
+using namespace dev;
+
+__device__ __forceinline__ char* slotOf(const PeerLaunch& L, int owner, int parity, int j) {
+  return L.base[owner] + kDataOffset + (size_t)parity * L.halfBytes + (size_t)j * L.slotBytes;
+}
+
+__device__ __forceinline__ bool aligned16Dev(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+// The codec's kernel arguments for piece `w` (no pointers set).
+__device__ __forceinline__ void setPiece(Args& a, const PieceWire& w) {
+  setWire(a, w);
+  a.in.n = 0;
+  a.x = nullptr;
+  a.y = nullptr;
+  a.out = nullptr;
+  a.streamOut = 0;
+}
+
+struct Who {
+  int group, rank, cta, ctas;  // group: the local rank this CTA drives (index into send / recv)
+  size_t warp, nWarps;
+  int lane;
+};
+
+__device__ __forceinline__ Who who(const PeerLaunch& L) {
+  Who w;
+  w.group = (int)blockIdx.x / L.ctasPerRank;
+  w.rank = L.localRank[w.group];
+  w.cta = (int)blockIdx.x % L.ctasPerRank;
+  w.ctas = L.ctasPerRank;
+  w.warp = ((size_t)w.cta * blockDim.x + threadIdx.x) >> 5;
+  w.nWarps = ((size_t)w.ctas * blockDim.x) >> 5;
+  w.lane = threadIdx.x & 31;
+  return w;
+}
+
+// What every peer kernel reads first: rank r's scratch, the epoch of this launch (the
+// calls r completed), the half it uses (epoch parity) and what its waits give up on.
+struct RankEpoch {
+  char* mine;
+  uint32_t epoch;
+  int parity;
+  peer::WaitGuard guard;
+};
+
+__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
+  char* const mine = L.base[r];
+  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  return RankEpoch{mine, epoch, (int)(epoch & 1),
+                   peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs}};
+}
+
+// Formats whose rotated codecs at B = 256 take the rotated256 layout in the peer kernels
+// (codec/device/rotated256.cuh): taco, int8-hadamard, int6-hadamard. (taco-e5m2 keeps the
+// generic path: three kernels fewer to build.)
+template <int FMT>
+constexpr bool kRotated256Format = FMT == kFmtE4M3 || FMT == kFmtInt8 || FMT == kFmtInt6;
+
+// A piece the rotated256 tile functions take: the test of the codec launcher's
+// takesRotated256Kernel(), for a CTA-uniform piece.
+__device__ __forceinline__ bool rotated256Piece(const Args& a) {
+  return a.k.rotate && a.k.B == 256 && a.vec && a.count < ((size_t)1 << 40);
+}
+
+// Compress with the codec kernels' software pipeline (cp.async staging of the tiles
+// ahead; tiles that cannot be staged take the general load).
+template <typename T, int FMT, bool ROT>
+__device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
+  if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  if constexpr (ROT && kRotated256Format<FMT>) {
+    if (rotated256Piece(a)) {  // the B = 256 rotated layout, as the codec's own kernel takes it
+      if constexpr (sizeof(T) == 2)
+        rotated256::fourLane::fourLaneCompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane);
+      else
+        rotated256::rotated256CompressTiles<T, FMT>(a, w.warp, w.nWarps, (a.nBlocks + 3) / 4, w.lane >> 3,
+                                                    w.lane & 7);
+      return;
+    }
+  }
+  const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
+  const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
+  genericCompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+}
+
+// Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
+template <typename T, int MODE, int FMT, bool ROT>
+__device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
+  const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
+  const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
+  if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  if constexpr (MODE == kAccumulate && ROT && kRotated256Format<FMT>) {
+    if (rotated256Piece(a) && a.in.n == 1 && a.x == nullptr && inputsOk) {
+      rotated256::rotated256DecompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane >> 3, w.lane & 7);
+      return;
+    }
+  }
+  if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
+      inputsOk)
+    genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
+  else if (takesStagedSum<FMT>(a, inputsOk))
+    genericSumTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // k inputs (+ exact), staged
+  else
+    generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
+}
+
+// The codec arguments of the piece a CTA works on live in shared memory: thread 0 fills
+// them, every thread reads them. (A copy per thread would sit in local memory, since
+// its input array is indexed at run time.)
+struct PieceArgs {
+  Args a;
+  int inputsOk;
+};
+
+// One thread sets up sp for piece `w` (pointers by `fill`): the wire, vec and the input
+// header check. The caller brackets it with __syncthreads.
+template <class Fill>
+__device__ __forceinline__ void fillPiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
+  sp.a = L.proto;
+  setPiece(sp.a, w);
+  fill(sp.a);
+  Args& a = sp.a;
+  bool vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out), ok = true;
+  for (int q = 0; q < a.in.n; ++q) {
+    ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+    vec = vec && aligned16Dev(a.in.ptr[q]);
+  }
+  a.vec = vec;
+  sp.inputsOk = ok;
+}
+
+// Every thread of the CTA calls it: thread 0 sets up sp for piece `w`; on return every
+// thread sees it.
+template <class Fill>
+__device__ __forceinline__ void preparePiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
+  __syncthreads();  // every thread is done with the previous piece
+  if (threadIdx.x == 0) fillPiece(sp, L, w, fill);
+  __syncthreads();
+}
+
+// Pieces a phase works on at once: all P - 1 peers' pieces up to P = 8.
+constexpr int kPieceGroups = 7;
+
+// Phases A and C: work(args, who) on the pieces of the P - 1 peers j = r + 1, r + 2, ...
+// (mod P), up to kPieceGroups at once, each taken by its own share of the rank's warps
+// (warp w takes piece w mod G, as warp w / G of its share). A phase thus ramps up and
+// drains once, not once per piece. The tile functions keep their staging per warp or
+// per thread, so warps of one CTA may work on different pieces. Every thread of the CTA
+// calls it; fill(args, j) sets piece j's pointers.
+template <class Fill, class Work>
+__device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L, const Who& w, Fill fill,
+                                              Work work) {
+  const int P = L.P, m = P - 1;
+  const int G = (int)min((size_t)min(m, kPieceGroups), w.nWarps);
+  const int g = (int)(w.warp % G);
+  Who share = w;
+  share.warp = w.warp / G;
+  share.nWarps = (w.nWarps - g + G - 1) / G;
+  for (int t = 0; t < m; t += G) {
+    __syncthreads();  // every thread is done with the previous round's pieces
+    if ((int)threadIdx.x < G && t + (int)threadIdx.x < m) {
+      const int j = (w.rank + 1 + t + (int)threadIdx.x) % P;
+      if (L.wire[j].count > 0) fillPiece(sp[threadIdx.x], L, L.wire[j], [&](Args& a) { fill(a, j); });
+      else sp[threadIdx.x].a.count = 0;  // an empty piece: its slot holds no wire to check
+    }
+    __syncthreads();
+    if (t + g < m && sp[g].a.count > 0) work(sp[g], share);
+  }
+}
+
+// ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
+// tile functions too (a kernel of its own: they need more registers than the generic path).
+template <typename T, int FMT, bool ROT>
+__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
+  __shared__ PieceArgs sp[kPieceGroups];
+  const Who w = who(L);
+  const int r = w.rank, P = L.P;
+  if (r == L.skipRank) return;  // fault injection: this rank never arrives
+  const RankEpoch e = rankEpoch(L, r);
+  peer::markStart(L, r);
+  const char* send = static_cast<const char*>(L.send[w.group]);
+  char* recv = static_cast<char*>(L.recv[w.group]);
+  const size_t eb = sizeof(T);
+
+  if (L.algo == tacoAlgoFused) {
+    forPeerPieces(  // A. compress the peers' pieces into their scratch
+        sp, L, w,
+        [&](Args& a, int j) {
+          a.x = send + L.pieceOff[j] * eb;
+          a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
+        },
+        [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
+    peer::mark(L, kTimelineEndA);
+    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
+    if (peer::ctaWaitRanks(e.mine, 0, P, r, e.epoch + 1, e.guard)) {  // B. reduce our piece
+      peer::mark(L, kTimelineWait0);
+      if (L.wire[r].count > 0) {
+        preparePiece(sp[0], L, L.wire[r], [&](Args& a) {
+          for (int j = 0; j < P; ++j)
+            if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, e.parity, j);
+          a.x = send + L.pieceOff[r] * eb;
+          a.y = recv + L.pieceOff[r] * eb;
+          a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, r));
+        });
+        sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
+      }
+      peer::mark(L, kTimelineEndB);
+      peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
+      if (peer::ctaWaitRanks(e.mine, 1, P, r, e.epoch + 1, e.guard)) {  // C. decode the peers' reduced pieces
+        peer::mark(L, kTimelineWait1);
+        forPeerPieces(
+            sp, L, w,
+            [&](Args& a, int j) {
+              a.in.ptr[a.in.n++] = slotOf(L, j, e.parity, j);
+              a.y = recv + L.pieceOff[j] * eb;
+            },
+            [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
+      }
+    }
+  } else {  // one-shot
+    preparePiece(sp[0], L, L.wire[0], [&](Args& a) {
+      a.x = send + L.pieceOff[0] * eb;
+      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
+    });
+    compressPiece<T, FMT, ROT>(sp[0].a, w);
+    peer::mark(L, kTimelineEndA);
+    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
+    if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
+      peer::mark(L, kTimelineWait0);
+      preparePiece(sp[0], L, L.wire[0], [&](Args& a) {
+        for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
+        a.y = recv + L.pieceOff[0] * eb;
+      });
+      sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
+    }
+  }
+  peer::ctaFinish(e.mine, w.ctas, e.epoch);
+  peer::mark(L, kTimelineEnd);
+}
+
+// Raw one-shot: codec none's element path (a copy with a header, then the fp32 sum in rank order).
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L) {
+  const Who w = who(L);
+  const int r = w.rank, P = L.P;
+  if (r == L.skipRank) return;  // fault injection: this rank never arrives
+  const RankEpoch e = rankEpoch(L, r);
+  peer::markStart(L, r);
+  const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
+  Args a = L.proto;
+  setPiece(a, L.wire[0]);
+  a.x = static_cast<const char*>(L.send[w.group]) + L.pieceOff[0] * sizeof(T);
+  a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
+  a.vec = aligned16Dev(a.x);
+  elementTiles<T, T, kCompress>(a, tid, nThreads);
+  peer::mark(L, kTimelineEndA);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
+  if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
+    peer::mark(L, kTimelineWait0);
+    setPiece(a, L.wire[0]);
+    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
+    a.y = static_cast<char*>(L.recv[w.group]) + L.pieceOff[0] * sizeof(T);
+    a.vec = aligned16Dev(a.y);
+    elementTiles<T, T, kAccumulate>(a, tid, nThreads);
+  }
+  peer::ctaFinish(e.mine, w.ctas, e.epoch);
+  peer::mark(L, kTimelineEnd);
+}
+
+}  // namespace peer
+
+// Explicitly instantiated once per element type, in coll/allreduce_peer_kernels_*.cu.
+template <typename T>
+PeerKernel peerKernelFor(int algo, int fmt, bool rot) {
+  using namespace peer;
+  if (algo == tacoAlgoOneShotRaw) return peerRawKernel<T>;
+  switch (fmt) {
+    case kFmtE4M3: return rot ? peerBlockKernel<T, kFmtE4M3, true> : peerBlockKernel<T, kFmtE4M3, false>;
+    case kFmtE5M2: return peerBlockKernel<T, kFmtE5M2, false>;
+    case kFmtInt8: return rot ? peerBlockKernel<T, kFmtInt8, true> : peerBlockKernel<T, kFmtInt8, false>;
+    case kFmtInt4: return peerBlockKernel<T, kFmtInt4, false>;
+    case kFmtInt6: return rot ? peerBlockKernel<T, kFmtInt6, true> : peerBlockKernel<T, kFmtInt6, false>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace taco
