@@ -165,6 +165,26 @@ TACO_HD void encodeInt6Run(const float* v, float inv, uint32_t keep, uint32_t (&
   }
 }
 
+// The inverse: decode() of the 16 codes of a run (three little-endian words o[0..2], as
+// encodeInt6Run writes them) into f[i], without a conversion. Field u (6 bits, u ^ 32 =
+// c + 32 for the two's complement code c) at bit p <= 17 of a word w:
+// (w & 0x3f << p) ^ (32 << p) | (150 - p) << 23 are the bits of 2^(23-p) + (c + 32)
+// (exponent 23 - p, the field at mantissa bit p), and subtracting 2^(23-p) + 32 leaves c
+// exactly (both lie in [2^(23-p), 2^(24-p)); c = 0 gives +0, as decode()).
+// Field i starts at bit 6i of the 96; fields 3j..3j+2 are read at p = 0, 6, 12 of the 32
+// bits from bit 18j (three masks for the whole run).
+TACO_HD float int6FieldValue(uint32_t w, int p) {
+  const uint32_t bits = (w & (0x3fu << p)) ^ ((0x20u << p) | ((150u - (uint32_t)p) << 23));
+  float f;
+  memcpy(&f, &bits, 4);
+  return f - ((float)(1u << (23 - p)) + 32.0f);
+}
+TACO_HD void decodeInt6Run(const uint32_t* o, float* f) {
+  const uint32_t w[6] = {o[0], (o[0] >> 18) | (o[1] << 14), o[1] >> 4, (o[1] >> 22) | (o[2] << 10), o[2] >> 8,
+                         o[2] >> 26};
+  for (int i = 0; i < 16; ++i) f[i] = int6FieldValue(w[i / 3], 6 * (i % 3));
+}
+
 // |x| with NaN mapped to +inf, so that max() is exact and NaN-safe.
 TACO_HD float magnitude(float x) {
   float a = fabsf(x);

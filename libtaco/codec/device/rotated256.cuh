@@ -263,20 +263,33 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
   if constexpr (FMT == kFmtInt6) {
-    // 16 consecutive codes per r: 12 bytes at 48r + 12t (4-byte aligned; a block's codes
-    // are 192). encodeInt6Run needs |v * inv| < 31.5: m is max|v| exactly (the last stage
-    // above) and inv is 31 / m to a few ulps, so encode()'s clamp would never act
-    // (test_int6_run checks the scales). A bad block (inv NaN) gets its NaN code 0 via keep.
-    uint32_t* codes = reinterpret_cast<uint32_t*>(a.out + TACO_HEADER_BYTES + block * 192 + 12 * t);
+    // 16 consecutive codes per r: 12 bytes at 48r + 12t of the block's 192. encodeInt6Run
+    // needs |v * inv| < 31.5: m is max|v| exactly (the last stage above) and inv is 31 / m
+    // to a few ulps, so encode()'s clamp would never act (test_int6_run checks the scales).
+    // A bad block (inv NaN) gets its NaN code 0 via keep.
     uint32_t keep = bad ? 0u : ~0u;
     asm("" : "+r"(keep));  // opaque: else each AND with it becomes a select, one more instruction
+    // Stored as they are, 4-byte stores at a 12-byte stride wrote every 32-byte sector in
+    // pieces (12 stores, each touching 16 sectors per warp). The words go through the block's
+    // transposition buffer instead, and lane t stores 16-byte units t, t + 4, t + 8: whole
+    // sectors, 3 stores. The block's 48 words sit at word 4(g >> 1) + 12(g & 1) of its
+    // buffer (buffers are 164 words apart): word 12r + 3t + k writes and 16-byte reads of
+    // two blocks per quarter warp are then conflict-free.
+    const int g = (threadIdx.x >> 2) & 7;
+    uint32_t* words = reinterpret_cast<uint32_t*>(buf) + 4 * (g >> 1) + 12 * (g & 1);
+    __syncwarp();  // every lane has read its transposed values
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       uint32_t o[3];
       encodeInt6Run(&v[16 * r], qs.inv, keep, o);
 #pragma unroll
-      for (int k = 0; k < 3; ++k) codes[12 * r + k] = o[k];
+      for (int k = 0; k < 3; ++k) words[12 * r + 3 * t + k] = o[k];
     }
+    __syncwarp();
+    const uint4* mine = reinterpret_cast<const uint4*>(words) + t;
+    uint4* codes = reinterpret_cast<uint4*>(a.out + TACO_HEADER_BYTES + block * 192) + t;
+#pragma unroll
+    for (int k = 0; k < 3; ++k) codes[4 * k] = mine[4 * k];
   } else {
     uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
 #pragma unroll
@@ -428,11 +441,14 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
       const uint32_t packed[6] = {cw[0].x, cw[0].y, cw[0].z, cw[0].w, cw[1].x, cw[1].y};  // INT6
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        uint8_t c[16];
-        if constexpr (FMT == kFmtInt6) unpackInt6Quad(packed + 3 * k, c);
-        else memcpy(c, &cw[k], 16);
         float f[16];
-        decodeChunk<16, FMT>(c, f);
+        if constexpr (FMT == kFmtInt6) {
+          decodeInt6Run(packed + 3 * k, f);  // decode() of each code, no conversion
+        } else {
+          uint8_t c[16];
+          memcpy(c, &cw[k], 16);
+          decodeChunk<16, FMT>(c, f);
+        }
 #pragma unroll
         for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
       }
