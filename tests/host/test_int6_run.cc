@@ -1,7 +1,9 @@
 // encodeInt6Run (codec/block_math.h), the INT6 encode and packing of the B = 256 16-bit
 // compress, against encode() and packInt6, the CPU twin's path: the same wire bytes for
 // every value a block's scale allows (|x| < 31.5), at every position of a run, and all
-// zeros for a NaN block. Also checks that bound for the scales the kernel computes.
+// zeros for a NaN block. Also checks that bound for the scales the kernel computes, and
+// decodeInt6Run (the B = 256 decompress) against unpackInt6 and decode(): the same float
+// bits for every code at every position.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -122,5 +124,44 @@ int main() {
     TEST_ASSERT(memcmp(want, got, sizeof want) == 0);
   }
   TEST_ASSERT_MSG(failures == 0, "%d of %zu runs differ", failures, cases);
+
+  // decodeInt6Run: every 6-bit value at every position of a run, over random other fields,
+  // then random runs; compared bit for bit (so +0 against -0 counts).
+  int decodeFailures = 0;
+  auto checkDecode = [&](const uint32_t (&o)[3]) {
+    float got[16];
+    decodeInt6Run(o, got);
+    for (int k = 0; k < 4; ++k) {
+      uint8_t bytes[3], c[4];
+      for (int j = 0; j < 3; ++j) {
+        const int byte = 3 * k + j;
+        bytes[j] = (uint8_t)(o[byte / 4] >> (8 * (byte % 4)));
+      }
+      unpackInt6((uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16, c);
+      for (int i = 0; i < 4; ++i) {
+        const float want = decode(c[i], kFmtInt6);
+        if (floatToBits(want) != floatToBits(got[4 * k + i]) && decodeFailures++ < 5)
+          TEST_ASSERT_MSG(false, "decodeInt6Run field %d of %08x %08x %08x: %a, want %a", 4 * k + i, o[0], o[1],
+                          o[2], got[4 * k + i], want);
+      }
+    }
+  };
+  size_t decodeRuns = 0;
+  for (int field = 0; field < 16; ++field)
+    for (uint32_t u = 0; u < 64; ++u)
+      for (int background = 0; background < 8; ++background) {
+        uint32_t o[3] = {(uint32_t)rng(), (uint32_t)rng(), (uint32_t)rng()};
+        for (int b = 0; b < 6; ++b) {  // clear the field's 6 bits, then set u
+          const int bit = 6 * field + b;
+          o[bit / 32] = (o[bit / 32] & ~(1u << (bit % 32))) | ((u >> b) & 1u) << (bit % 32);
+        }
+        checkDecode(o);
+        ++decodeRuns;
+      }
+  for (int n = 0; n < 200000; ++n, ++decodeRuns) {
+    const uint32_t o[3] = {(uint32_t)rng(), (uint32_t)rng(), (uint32_t)rng()};
+    checkDecode(o);
+  }
+  TEST_ASSERT_MSG(decodeFailures == 0, "%d decode mismatches in %zu runs", decodeFailures, decodeRuns);
   return TEST_REPORT();
 }
