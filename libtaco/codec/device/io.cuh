@@ -269,9 +269,9 @@ __device__ __forceinline__ void storeInt6Chunk(uint8_t* p, const uint8_t (&c)[V]
 // INT6 words for the B = 256 rotated kernels (device/rotated256.cuh), whose lanes hold
 // runs of 16 or 32 consecutive codes: int6Word packs the four code bytes of one
 // encodeWord (c0 in the low byte) as packInt6's 24-bit word; packInt6Quad puts four such
-// words, 16 codes, into the 12 wire bytes o[0..2] (little-endian), unpackInt6Quad takes
-// them back out (each word's bits 0..23, all unpackInt6 reads). (The 16-bit compress
-// encodes and packs its runs in one step, block_math.h's encodeInt6Run.)
+// words, 16 codes, into the 12 wire bytes o[0..2] (little-endian). (The 16-bit compress
+// encodes and packs its runs in one step, block_math.h's encodeInt6Run, and the
+// decompress decodes them in one, decodeInt6Run.)
 __device__ __forceinline__ uint32_t int6Word(uint32_t codes) {
   uint8_t c[4];
   memcpy(c, &codes, 4);
@@ -281,12 +281,6 @@ __device__ __forceinline__ void packInt6Quad(const uint32_t* w, uint32_t* o) {
   o[0] = w[0] | (w[1] << 24);
   o[1] = (w[1] >> 8) | (w[2] << 16);
   o[2] = (w[2] >> 16) | (w[3] << 8);
-}
-__device__ __forceinline__ void unpackInt6Quad(const uint32_t* o, uint8_t* c) {
-  unpackInt6(o[0], c);
-  unpackInt6((o[0] >> 24) | (o[1] << 8), c + 4);
-  unpackInt6((o[1] >> 16) | (o[2] << 16), c + 8);
-  unpackInt6(o[2] >> 8, c + 12);
 }
 
 // Codes of chunk j: V bytes (V/2 for INT4, 3V/4 for INT6) at a V-aligned element offset. VEC:
