@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
           a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
         },
         [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
-    peer::mark(L, kTimelineEndA);
+    peer::markPhaseEnd(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, r, e.epoch + 1, e.guard)) {  // B. reduce our piece
       peer::mark(L, kTimelineWait0);
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
         });
         sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
       }
-      peer::mark(L, kTimelineEndB);
+      peer::markPhaseEnd(L, kTimelineEndB);
       peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
       if (peer::ctaWaitRanks(e.mine, 1, P, r, e.epoch + 1, e.guard)) {  // C. decode the peers' reduced pieces
         peer::mark(L, kTimelineWait1);
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
       a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
     });
     compressPiece<T, FMT, ROT>(sp[0].a, w);
-    peer::mark(L, kTimelineEndA);
+    peer::markPhaseEnd(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
     if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
       peer::mark(L, kTimelineWait0);
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
   a.vec = aligned16Dev(a.x);
   elementTiles<T, T, kCompress>(a, tid, nThreads);
-  peer::mark(L, kTimelineEndA);
+  peer::markPhaseEnd(L, kTimelineEndA);
   peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
   if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
     peer::mark(L, kTimelineWait0);

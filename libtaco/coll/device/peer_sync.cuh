@@ -4,15 +4,24 @@
 //    that point; flags only grow, so a reader compares, never resets. The epoch lives
 //    in the rank's own scratch and the kernel advances it, so a CUDA graph that
 //    replays the launch sees the next epoch, not one baked in at capture.
-//  - A CTA's stores (to its own or a peer's memory) are made visible with
-//    __threadfence_system() before it counts itself done; the last CTA of a rank to
-//    arrive fences again and writes the flags with st.release.sys. Readers poll with
-//    ld.acquire.sys, then __syncthreads() makes the data visible to the whole CTA.
-//  - Every wait is bounded: it polls the communicator's abort word (host-mapped,
-//    set by tacoCommAbort from any thread), the rank's failed word (another CTA of
-//    this rank gave up), and a timer (TACO_WAIT_TIMEOUT_S). On failure the CTA
-//    records why in the host-mapped status word and returns; it never traps, so the
-//    CUDA context stays usable.
+//  - Release: a CTA's stores (to its own or a peer's memory) are ordered before its
+//    arrival by fence.acq_rel.sys; the last CTA of a rank to arrive fences again (so
+//    the other CTAs' stores, which it observed through the counter, come before what
+//    follows) and writes the flags with relaxed system-scope stores.
+//  - Acquire: readers poll with relaxed system-scope loads and, once the flag is up,
+//    fence.acq_rel.sys; __syncthreads() then makes the data visible to the whole CTA.
+//    (PTX's fence-fence synchronisation: a release fence, a strong write observed by a
+//    strong read, an acquire fence. fence.acq_rel is lighter than the sequentially
+//    consistent fence of __threadfence_system(), which nothing here needs.)
+//  - Every wait is bounded: every waiting thread checks, about once a millisecond
+//    (kGuardCheckNs), the communicator's abort word (host-mapped, set by tacoCommAbort
+//    from any thread), the rank's failed word (another CTA of this rank gave up) and
+//    the time waited (TACO_WAIT_TIMEOUT_S). Not every few hundred polls: the abort word
+//    is host memory, a read crosses PCIe, and waiters of a long launch that read it that
+//    often slowed the peers' data stores over the same fabric by 0.2-0.7 ms per barrier
+//    (docs/data/peer_barrier_h200_2026-12-02.txt). NCCL likewise reads its abort flag
+//    only once per many spins. On failure the CTA records why in the host-mapped status
+//    word and returns; it never traps, so the CUDA context stays usable.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -27,14 +36,19 @@ namespace peer {
 constexpr int kStatusTimeout = 1;
 constexpr int kStatusAborted = 2;
 
-__device__ __forceinline__ uint32_t loadAcquire(const uint32_t* p) {
+// How often a waiting thread checks its WaitGuard, and how many polls between reads of the clock.
+constexpr uint64_t kGuardCheckNs = 1000000;
+constexpr uint32_t kPollsPerClockRead = 32;
+
+__device__ __forceinline__ uint32_t loadRelaxed(const uint32_t* p) {
   uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void storeRelease(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ void storeRelaxed(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void fenceAcqRelSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 __device__ __forceinline__ uint64_t globalTimerNs() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -65,24 +79,32 @@ __device__ __forceinline__ bool failed(const WaitGuard& g) {
   return *reinterpret_cast<volatile uint32_t*>(g.failedWord) != 0;
 }
 
-// Waits until *flag >= target (wrap-safe). False when aborted, timed out or another CTA failed.
+// Waits until *flag >= target (wrap-safe), then acquires. False when aborted, timed out or
+// another CTA of this rank failed.
 __device__ __forceinline__ bool waitFlag(const uint32_t* flag, uint32_t target, const WaitGuard& g) {
-  if ((int32_t)(loadAcquire(flag) - target) >= 0) return true;
-  const uint64_t start = globalTimerNs();
-  for (uint32_t spin = 1;; ++spin) {
-    if ((int32_t)(loadAcquire(flag) - target) >= 0) return true;
-    if ((spin & 255) == 0) {
+  auto up = [&] { return (int32_t)(loadRelaxed(flag) - target) >= 0; };
+  if (!up()) {
+    const uint64_t start = globalTimerNs();
+    uint64_t nextCheck = start + kGuardCheckNs;
+    for (uint32_t spin = 1;; ++spin) {
+      if (up()) break;
+      if (spin % kPollsPerClockRead != 0) continue;
+      const uint64_t now = globalTimerNs();
+      if (now < nextCheck) continue;
+      nextCheck = now + kGuardCheckNs;
       if (*reinterpret_cast<const volatile int*>(g.abortWord) != 0) {
         giveUp(g, kStatusAborted);
         return false;
       }
       if (failed(g)) return false;
-      if (globalTimerNs() - start > g.timeoutNs) {
+      if (now - start > g.timeoutNs) {
         giveUp(g, kStatusTimeout);
         return false;
       }
     }
   }
+  fenceAcqRelSys();
+  return true;
 }
 
 // Every thread of the CTA calls it: thread i waits until rank i's flag `phase` in this
@@ -104,12 +126,12 @@ __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, in
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* counter = controlWord(base[rank], kCtlArrive + phase);
-    __threadfence_system();
+    fenceAcqRelSys();  // release: this CTA's stores, then its count
     if (atomicAdd(counter, 1u) == (uint32_t)ctas - 1) {
       *reinterpret_cast<volatile uint32_t*>(counter) = 0;  // no CTA of this launch arrives here again
-      __threadfence_system();
+      fenceAcqRelSys();  // acquire the other CTAs' counts (and so their stores), release them with ours
       for (int j = 0; j < P; ++j)
-        if (j != skip) storeRelease(flagWord(base[j], phase, rank), value);
+        if (j != skip) storeRelaxed(flagWord(base[j], phase, rank), value);
     }
   }
 }

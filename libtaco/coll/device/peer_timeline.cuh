@@ -1,10 +1,10 @@
 // The peer kernels' phase timeline (TACO_PEER_TIMELINE; layout in coll/peer_timeline.h):
-// thread 0 of each CTA writes %globaltimer into the CTA's row at each event. A
-// diagnostic that must not change what it measures: no __syncthreads, so an event is
-// thread 0's own view of its CTA (at an "end of" event the other warps may still be on
-// their last tiles; the arrive that follows waits for them, which the next phase's time
-// then includes). With the timeline off, an event costs one uniform branch on a kernel
-// argument.
+// thread 0 of each CTA writes %globaltimer into the CTA's row at each event. An event
+// is thread 0's own view of its CTA, except the end of a phase (markPhaseEnd), which
+// waits for the CTA's other warps first: without that, a phase's last tiles were
+// counted in the wait that follows it. That barrier is there only with the timeline on
+// (the arrive that follows has its own); with it off, an event costs one uniform
+// branch on a kernel argument.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -27,6 +27,15 @@ __device__ __forceinline__ uint64_t timelineNow() {
 __device__ __forceinline__ void mark(const PeerLaunch& L, int event) {
   if (L.timeline != nullptr && threadIdx.x == 0)
     L.timeline[(size_t)blockIdx.x * kTimelineSlots + event] = timelineNow();
+}
+
+// Every thread of the CTA calls it at the end of a phase: records `event` once all the
+// CTA's warps are done with the phase.
+__device__ __forceinline__ void markPhaseEnd(const PeerLaunch& L, int event) {
+  if (L.timeline != nullptr) {
+    __syncthreads();
+    if (threadIdx.x == 0) L.timeline[(size_t)blockIdx.x * kTimelineSlots + event] = timelineNow();
+  }
 }
 
 // The start event, and which launch and rank wrote the row (timelineLaunchWord).
