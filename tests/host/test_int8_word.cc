@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "codec/block_math.h"
+#include "int_code_cases.h"
 
 using namespace taco::blockmath;
 using taco::kFmtInt8;
@@ -22,17 +23,6 @@ uint32_t reference(const float* v, float inv) {
   uint32_t w = 0;
   for (int i = 0; i < 4; ++i) w |= (uint32_t)encode(v[i] * inv, kFmtInt8) << (8 * i);
   return w;
-}
-
-float bitsToFloat(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t floatToBits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
 }
 
 int failures = 0;
@@ -47,18 +37,8 @@ void check(const float* v, float inv, const char* what) {
 
 int main() {
   std::mt19937 rng(20261202);
-  // Values near every integer and half-integer below 127.5 in magnitude (ties, and a few
-  // ulps to either side), both signs, zero and subnormals: each one at each position.
-  std::vector<float> edge = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-126f, 0.49999997f, -0.49999997f};
-  for (int n = 0; n < 255; ++n) {
-    const float h = 0.5f * (float)n;
-    for (int d = -4; d <= 4; ++d) {
-      const float x = h == 0.0f ? bitsToFloat((uint32_t)(d < 0 ? -d : d)) : bitsToFloat(floatToBits(h) + (uint32_t)d);
-      if (!(fabsf(x) < 127.5f)) continue;
-      edge.push_back(x);
-      edge.push_back(-x);
-    }
-  }
+  // Values near every integer and half-integer below 127.5 in magnitude: each one at each position.
+  const std::vector<float> edge = int_code_cases::edgeValues(127.5f);
   std::uniform_int_distribution<size_t> pick(0, edge.size() - 1);
   size_t cases = 0;
   for (int pos = 0; pos < 4; ++pos)
@@ -71,20 +51,11 @@ int main() {
     }
   // Blocks as the kernel scales them (c = 1/16, B = 256), as in test_int6_run: every
   // |v * inv| stays below 127.5, so encode()'s clamp never acts.
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), growth(0.0f, 8.0f);
-  std::uniform_int_distribution<int> expo(-149, 127);
   for (int n = 0; n < 400000; ++n) {
-    const float m0 = ldexpf(1.0f + (float)(rng() % 8388608) * 0x1p-23f, expo(rng));
-    if (!(m0 <= FLT_MAX)) continue;
-    const float c = 1.0f / 16.0f, lift = blockLift(m0, false);
-    const float log2Growth = n % 4 == 0 ? (n % 8 == 0 ? 8.0f : 0.0f) : growth(rng);
-    const float m = (m0 * lift) * exp2f(log2Growth);
-    QuantScales qs = quantScales(m, c, kFmtInt8);
-    if (lift != 1.0f) unliftScale(qs, lift, c);
-    float v[4];
-    for (int i = 0; i < 4; ++i) v[i] = unit(rng) * m;
-    v[rng() % 4] = (rng() & 1) ? m : -m;
-    TEST_ASSERT_MSG(fabsf(m * qs.inv) < 127.5f, "m0 = %a, m = %a: m * inv = %a", m0, m, m * qs.inv);
+    float v[4], m;
+    QuantScales qs;
+    if (!int_code_cases::scaledBlock(rng, n, kFmtInt8, v, 4, m, qs)) continue;
+    TEST_ASSERT_MSG(fabsf(m * qs.inv) < 127.5f, "case %d, m = %a: m * inv = %a", n, m, m * qs.inv);
     check(v, qs.inv, "scaled blocks");
     ++cases;
   }
