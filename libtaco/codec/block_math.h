@@ -185,27 +185,6 @@ TACO_HD void decodeInt6Run(const uint32_t* o, float* f) {
   for (int i = 0; i < 16; ++i) f[i] = int6FieldValue(w[i / 3], 6 * (i % 3));
 }
 
-// encode() of four values v[i] * inv into INT8 codes, as the little-endian word of the
-// wire (c0 in the low byte), ANDed with keep (0 for a NaN block, whose codes are all 0;
-// else ~0). Requires |v[i] * inv| < 127.5, where encode()'s clamp never acts (a block's
-// |v| <= m and inv = 127 / m up to a few ulps). x + 1.5 * 2^23 rounds x to c = rintf(x)
-// (half to even) and leaves 0x4b400000 + c in its bits, so the low byte is c's two's
-// complement: an add and a byte permute per code instead of a rounding, a clamp and a
-// conversion (F2I, whose pipe is narrow on sm_90).
-TACO_HD uint32_t encodeInt8Word(const float* v, float inv, uint32_t keep) {
-  uint32_t b[4];
-  for (int i = 0; i < 4; ++i) {
-    const float y = v[i] * inv + 12582912.0f;
-    memcpy(&b[i], &y, 4);
-  }
-#ifdef __CUDA_ARCH__
-  const uint32_t w = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
-#else
-  const uint32_t w = (b[0] & 0xffu) | (b[1] & 0xffu) << 8 | (b[2] & 0xffu) << 16 | b[3] << 24;
-#endif
-  return w & keep;
-}
-
 // |x| with NaN mapped to +inf, so that max() is exact and NaN-safe.
 TACO_HD float magnitude(float x) {
   float a = fabsf(x);

@@ -13,11 +13,9 @@
 
 #include "check.h"
 #include "codec/block_math.h"
-#include "int_code_cases.h"
 
 using namespace taco::blockmath;
 using taco::kFmtInt6;
-using int_code_cases::floatToBits;
 
 namespace {
 
@@ -35,6 +33,17 @@ void reference(const float* v, float inv, uint32_t (&o)[3]) {
            (uint32_t)bytes[4 * w + 3] << 24;
 }
 
+float bitsToFloat(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+uint32_t floatToBits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
 int failures = 0;
 void check(const float* v, float inv, const char* what) {
   uint32_t want[3], got[3];
@@ -50,8 +59,20 @@ void check(const float* v, float inv, const char* what) {
 
 int main() {
   std::mt19937 rng(20240611);
-  // Values near every integer and half-integer below 31.5 in magnitude: each one at each position.
-  const std::vector<float> edge = int_code_cases::edgeValues(31.5f);
+  // Values near every integer and half-integer below 31.5 in magnitude (ties, and a few
+  // ulps to either side), both signs, zero and subnormals: each one at each position.
+  std::vector<float> edge = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-126f, 0.49999997f, -0.49999997f};
+  for (int n = 0; n <= 63; ++n) {
+    const float h = 0.5f * (float)n;
+    if (h >= 31.5f) break;
+    for (int d = -4; d <= 4; ++d) {
+      const uint32_t u = floatToBits(h);
+      const float x = h == 0.0f ? bitsToFloat((uint32_t)(d < 0 ? -d : d)) : bitsToFloat(u + (uint32_t)d);
+      if (!(fabsf(x) < 31.5f)) continue;
+      edge.push_back(x);
+      edge.push_back(-x);
+    }
+  }
   std::uniform_int_distribution<size_t> pick(0, edge.size() - 1);
   size_t cases = 0;
   for (int pos = 0; pos < 16; ++pos)
@@ -75,11 +96,20 @@ int main() {
   // blockLift's lift, m = max|Z'| anywhere from m0 * lift to 256 m0 * lift, inv from
   // quantScales and unliftScale (blockScales), values up to m in magnitude, one of them
   // +-m. Every |v * inv| stays below 31.5, so encode()'s clamp never acts.
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), growth(0.0f, 8.0f);
+  std::uniform_int_distribution<int> expo(-149, 127);
   for (int n = 0; n < 200000; ++n) {
-    float v[16], m;
-    QuantScales qs;
-    if (!int_code_cases::scaledBlock(rng, n, kFmtInt6, v, 16, m, qs)) continue;
-    TEST_ASSERT_MSG(fabsf(m * qs.inv) < 31.5f, "case %d, m = %a: m * inv = %a", n, m, m * qs.inv);
+    const float m0 = ldexpf(1.0f + (float)(rng() % 8388608) * 0x1p-23f, expo(rng));
+    if (!(m0 <= FLT_MAX)) continue;
+    const float c = 1.0f / 16.0f, lift = blockLift(m0, false);
+    const float log2Growth = n % 4 == 0 ? (n % 8 == 0 ? 8.0f : 0.0f) : growth(rng);  // the extremes, else random
+    const float m = (m0 * lift) * exp2f(log2Growth);
+    QuantScales qs = quantScales(m, c, kFmtInt6);
+    if (lift != 1.0f) unliftScale(qs, lift, c);
+    float v[16];
+    for (int i = 0; i < 16; ++i) v[i] = unit(rng) * m;
+    v[rng() % 16] = (rng() & 1) ? m : -m;
+    TEST_ASSERT_MSG(fabsf(m * qs.inv) < 31.5f, "m0 = %a, m = %a: m * inv = %a", m0, m, m * qs.inv);
     check(v, qs.inv, "scaled blocks");
     ++cases;
   }

@@ -290,19 +290,6 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
     uint4* codes = reinterpret_cast<uint4*>(a.out + TACO_HEADER_BYTES + block * 192) + t;
 #pragma unroll
     for (int k = 0; k < 3; ++k) codes[4 * k] = mine[4 * k];
-  } else if constexpr (FMT == kFmtInt8) {
-    // encodeInt8Word's bound holds as for INT6 above (inv = 127 / m); a bad block's codes
-    // are 0 through keep. test_int8_word checks both on the host.
-    uint32_t keep = bad ? 0u : ~0u;
-    asm("" : "+r"(keep));
-    uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float* w = &v[16 * r];
-      *reinterpret_cast<uint4*>(codes + 64 * r) =
-          make_uint4(encodeInt8Word(w, qs.inv, keep), encodeInt8Word(w + 4, qs.inv, keep),
-                     encodeInt8Word(w + 8, qs.inv, keep), encodeInt8Word(w + 12, qs.inv, keep));
-    }
   } else {
     uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 16 * t;
 #pragma unroll
