@@ -17,10 +17,10 @@
 //    (kGuardCheckNs), the communicator's abort word (host-mapped, set by tacoCommAbort
 //    from any thread), the rank's failed word (another CTA of this rank gave up) and
 //    the time waited (TACO_WAIT_TIMEOUT_S). Not every few hundred polls: the abort word
-//    is host memory, a read crosses PCIe, and waiters of a long launch that read it that
-//    often slowed the peers' data stores over the same fabric by 0.2-0.7 ms per barrier
-//    (docs/data/peer_barrier_h200_2026-12-02.txt). NCCL likewise reads its abort flag
-//    only once per many spins. On failure the CTA records why in the host-mapped status
+//    is host memory, a read crosses PCIe, and with the waiters of a long launch reading
+//    it that often a barrier took 0.6-1.15 ms, 7 us after the change (docs/results.md,
+//    "The barriers of long launches"). NCCL likewise reads its abort flag only once per
+//    many spins. On failure the CTA records why in the host-mapped status
 //    word and returns; it never traps, so the CUDA context stays usable.
 #pragma once
 #include <cuda_runtime.h>
