@@ -154,23 +154,35 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
 }
 
 // Which routes are tried (TACO_PEER_MEMORY, docs/collectives.md): loopback worlds take
-// the loopback route unless peer memory is off. NCCL communicators take none by default;
-// `1` tries nccl-symmetric, then cuda-ipc; `nccl` and `ipc` try that route alone, to test
+// the loopback route unless peer memory is off. NCCL communicators whose ranks share a host
+// try nccl-symmetric, then cuda-ipc (the default, `1`); ranks on several hosts get none;
+// `loopback` gives NCCL communicators none; `nccl` and `ipc` try that route alone, to test
 // and measure each. The fused path needs 2..kMaxPeerRanks ranks, but a forced nccl route
 // runs its whole chain at one rank too (the only case a one-GPU machine has), logs the
-// verdict and releases what it got.
+// verdict and releases what it got. A route that is refused leaves the communicator
+// without peer memory (the staged path), never an error.
 tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
   const int mode = envParams().peerMemory;
   tacoComm* c0 = comms[0];
   const int P = c0->nranks;
   if (mode == kPeerMemoryOff || P > kMaxPeerRanks) return tacoSuccess;
   if (!loopback && mode == kPeerMemoryLoopback) {
-    TACO_INFO("peer memory: off for NCCL communicators (TACO_PEER_MEMORY=1 turns the NCCL symmetric and CUDA IPC "
-              "routes on)");
+    TACO_INFO("peer memory: off for NCCL communicators (TACO_PEER_MEMORY=loopback)");
     return tacoSuccess;
   }
   const bool forcedNccl = !loopback && mode == kPeerMemoryNccl;
   if (P < 2 && !forcedNccl) return tacoSuccess;
+  if (!loopback && mode == kPeerMemoryOn) {
+    // By default only ranks of one host: between hosts there is nothing to map.
+    int here = 0;
+    bool oneHost = false;
+    TACO_CHECK(peerHostLayout(c0->transport, &here, &oneHost));
+    if (!oneHost) {
+      TACO_INFO("peer memory: none (rank %d shares its host with %d of the %d ranks): the staged path", c0->rank,
+                here - 1, P);
+      return tacoSuccess;
+    }
+  }
   const size_t bytes = peerScratchBytes(c0->config.chunkBytes, P, c0->codec);
   std::vector<PeerMemory*> pms(n, nullptr);
   if (loopback) {
@@ -188,7 +200,12 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     if (P < 2) return tacoSuccess;
     if (pms[0] == nullptr && (mode == kPeerMemoryOn || mode == kPeerMemoryIpc))
       TACO_CHECK(peerMemoryCreateIpc(c0->transport, bytes, &pms[0]));
-    if (pms[0] == nullptr) TACO_INFO("peer memory: none for this NCCL communicator: the staged path");
+    if (pms[0] == nullptr && mode == kPeerMemoryOn)
+      TACO_WARN("peer memory: none for these %d ranks of one host: every route was refused (the reasons above; "
+                "TACO_DEBUG=INFO shows each step): the staged path. TACO_PEER_MEMORY=0 turns peer memory off",
+                P);
+    else if (pms[0] == nullptr)
+      TACO_INFO("peer memory: none for this NCCL communicator: the staged path");
   }
   const int skip = faultSkipRank();
   if (skip >= 0) TACO_WARN("TACO_FAULT_SKIP_RANK=%d: rank %d's peer kernels will skip every call (testing)", skip, skip);

@@ -59,6 +59,20 @@ bool parsePeerMemory(const char* s, int* out) {
   return true;
 }
 
+bool parseTune(const char* s, int* out) {
+  if (strcmp(s, "off") == 0) *out = kTuneOff;
+  else if (strcmp(s, "auto") == 0) *out = kTuneAuto;
+  else if (strcmp(s, "force") == 0) *out = kTuneForce;
+  else return false;
+  return true;
+}
+
+// An algorithm other than auto, or -1.
+int parseFaultAlgo(const char* s) {
+  const int a = algoFromName(s);
+  return a > 0 ? a : -1;
+}
+
 bool parseNonNegative(const char* s, int* out) {
   int x = 0;
   if (!parseInt(s, &x) || x < 0) return false;
@@ -96,10 +110,10 @@ const EnvParam kParams[] = {
     {"TACO_WAIT_TIMEOUT_S", "60", "seconds a peer-memory kernel waits for a peer before it gives up",
      "a positive number of seconds",
      [](const char* v, EnvParams* p) { return parsePositiveSeconds(v, &p->waitTimeoutS); }},
-    {"TACO_PEER_MEMORY", "loopback",
-     "peer memory for the fused and one-shot AllReduce: 0 off, loopback (loopback worlds only, until the "
-     "routes between processes are measured across GPUs), 1 on (NCCL communicators too: NCCL symmetric memory, "
-     "else CUDA IPC), nccl or ipc (that route only, for testing; nccl is also tried at one rank)",
+    {"TACO_PEER_MEMORY", "1",
+     "peer memory for the fused and one-shot AllReduce: 1 on (loopback worlds, and NCCL ranks on one host: NCCL "
+     "symmetric memory, else CUDA IPC, each verified by a real write), 0 off, loopback (loopback worlds only), "
+     "nccl or ipc (that route only, for testing; nccl is also tried at one rank)",
      "0, 1, loopback, nccl or ipc",
      [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
     {"TACO_PEER_TIMELINE", "0",
@@ -108,6 +122,22 @@ const EnvParam kParams[] = {
      "its stream); 0 off",
      "a non-negative integer",
      [](const char* v, EnvParams* p) { return parseNonNegative(v, &p->peerTimeline); }},
+    {"TACO_TUNE", "auto",
+     "when the AllReduce table is measured: auto (the cached table, else measure at the first eager AllReduce of "
+     "a dtype), off (the built-in model; no cache), force (measure at the first eager AllReduce even with a cached "
+     "table)",
+     "auto, off or force", [](const char* v, EnvParams* p) { return parseTune(v, &p->tune); }},
+    {"TACO_TUNE_FILE", "",
+     "the AllReduce table cache, one JSON file (empty: $XDG_CACHE_HOME/taco/tune.json, else ~/.cache/taco/tune.json)",
+     "a path", [](const char* v, EnvParams* p) { p->tuneFile = v; return true; }},
+    {"TACO_TUNE_MAX_BYTES", "268435456",
+     "the largest AllReduce size the tuner measures (suffixes K, M, G; also capped by free device memory)",
+     "a size of at least 4K",
+     [](const char* v, EnvParams* p) { return parseSize(v, &p->tuneMaxBytes) && p->tuneMaxBytes >= 4096; }},
+    {"TACO_TUNE_FAULT", "",
+     "testing only: the tuner's check sees this algorithm's output corrupted on its lowest rank, so the algorithm "
+     "is demoted (read at each tuning)",
+     "an algorithm", [](const char* v, EnvParams*) { return *v == '\0' || parseFaultAlgo(v) > 0; }},
     {"TACO_FAULT_SKIP_RANK", "",
      "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator "
      "is created)",
@@ -145,6 +175,11 @@ const char* debugParam() {
 int faultSkipRank() {
   const char* v = getenv("TACO_FAULT_SKIP_RANK");  // read at each creation, not cached: a testing knob
   return (v == nullptr || *v == '\0') ? -1 : parseRank(v);
+}
+
+int tuneFaultAlgo() {
+  const char* v = getenv("TACO_TUNE_FAULT");  // read at each tuning, not cached: a testing knob
+  return (v == nullptr || *v == '\0') ? -1 : parseFaultAlgo(v);
 }
 
 int algoFromName(const char* s) {

@@ -19,13 +19,23 @@ struct EnvParams {
   int peerMemory;         // TACO_PEER_MEMORY      a PeerMemoryMode
   int peerTimeline;       // TACO_PEER_TIMELINE    0 off; 1 print the peer kernels' last launch at destroy;
                           //                       N > 1 also after every N-th launch (coll/peer_timeline_buffer.h)
+  int tune;               // TACO_TUNE             a TuneMode: when the AllReduce table is measured (coll/tune.h)
+  const char* tuneFile;   // TACO_TUNE_FILE        the table cache; "" for $XDG_CACHE_HOME/taco/tune.json
+  size_t tuneMaxBytes;    // TACO_TUNE_MAX_BYTES   the largest size the tuner measures (also capped by free memory)
+};
+
+// TACO_TUNE: when a communicator's AllReduce table is measured (docs/tuning.md).
+enum TuneMode {
+  kTuneOff = 0,    // "off": the model only; no cache read, no measuring unless tacoCommTune is called
+  kTuneAuto = 1,   // "auto" (default): the cached table, else measure at the first eager AllReduce of a dtype
+  kTuneForce = 2,  // "force": measure at the first eager AllReduce of a dtype even where the cache has a table
 };
 
 // TACO_PEER_MEMORY: which peer-memory routes a communicator tries (coll/allreduce_peer.cc).
 enum PeerMemoryMode {
   kPeerMemoryOff = 0,       // "0": none
-  kPeerMemoryOn = 1,        // "1": loopback worlds; NCCL: nccl-symmetric, else cuda-ipc
-  kPeerMemoryLoopback = 2,  // "loopback" (default): loopback worlds only
+  kPeerMemoryOn = 1,        // "1" (default): loopback worlds; NCCL ranks on one host: nccl-symmetric, else cuda-ipc
+  kPeerMemoryLoopback = 2,  // "loopback": loopback worlds only
   kPeerMemoryNccl = 3,      // "nccl": loopback worlds; NCCL: nccl-symmetric only
   kPeerMemoryIpc = 4,       // "ipc": loopback worlds; NCCL: cuda-ipc only
 };
@@ -34,6 +44,11 @@ enum PeerMemoryMode {
 // peer-kernel CTAs return at once, so that its peers' waits time out or see an abort.
 // A testing knob for the failure paths; -1 when unset.
 int faultSkipRank();
+
+// TACO_TUNE_FAULT, read at each tuning (not cached): the tacoAlgo_t whose output the tuner's
+// check sees corrupted on the lowest rank it drives, so that the demotion can be tested; -1
+// when unset.
+int tuneFaultAlgo();
 
 // The tacoAlgo_t named `s` ("auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"),
 // or -1; and the name of an algorithm.

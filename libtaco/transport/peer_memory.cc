@@ -52,7 +52,7 @@ tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* ro
     const cudaError_t e = cudaMemcpy(pm.base[q] + line + 4 * (size_t)me, &token, 4, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      TACO_INFO("peer memory: %s: rank %d cannot write into rank %d's scratch ('%s')", route, me, q,
+      TACO_WARN("peer memory: %s: rank %d cannot write into rank %d's scratch ('%s')", route, me, q,
                 cudaGetErrorString(e));
       *ok = 0;
     }
@@ -66,13 +66,29 @@ tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* ro
       (void)cudaGetLastError(), *ok = 0;
     for (int q = 0; q < P && *ok; ++q)
       if (got[q] != (uint32_t)(q + 1) * 0x01010101u) {
-        TACO_INFO("peer memory: %s: rank %d's write never reached rank %d (read %08x): P2P reported but not "
+        TACO_WARN("peer memory: %s: rank %d's write never reached rank %d (read %08x): P2P reported but not "
                   "working", route, q, me, got[q]);
         *ok = 0;
       }
     if (zeroScratchSync(pm.base[me] + line, 4 * (size_t)P) != cudaSuccess) (void)cudaGetLastError(), *ok = 0;
   }
   return peerAgree(t, ok);
+}
+
+tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost) {
+  struct Host {
+    char name[64];
+  } mine{};
+  gethostname(mine.name, sizeof(mine.name) - 1);
+  std::vector<Host> all(t->nranks());
+  TACO_CHECK(t->hostAllGather(&mine, all.data(), sizeof(Host)));
+  *ranksOnThisHost = 0;
+  for (const Host& h : all) *ranksOnThisHost += strncmp(h.name, mine.name, sizeof(mine.name)) == 0;
+  // Every rank sees the same list: the ranks are on one host when the first rank's host has them all.
+  int withFirst = 0;
+  for (const Host& h : all) withFirst += strncmp(h.name, all[0].name, sizeof(mine.name)) == 0;
+  *oneHost = withFirst == t->nranks();
+  return tacoSuccess;
 }
 
 namespace {
@@ -186,7 +202,8 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
   hmine.ok = e == cudaSuccess;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    TACO_INFO("peer memory: rank %d could not export %zu bytes of scratch ('%s')", me, bytes, cudaGetErrorString(e));
+    TACO_WARN("peer memory: cuda-ipc: rank %d could not export %zu bytes of scratch ('%s')", me, bytes,
+              cudaGetErrorString(e));
   }
   std::vector<Handle> handles(P);
   TACO_CHECK(t->hostAllGather(&hmine, handles.data(), sizeof(Handle)));
@@ -208,19 +225,21 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
     e = cudaIpcOpenMemHandle(&p, handles[q].h, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      TACO_INFO("peer memory: rank %d cannot open rank %d's scratch ('%s')", me, q, cudaGetErrorString(e));
+      TACO_WARN("peer memory: cuda-ipc: rank %d cannot open rank %d's scratch ('%s')", me, q, cudaGetErrorString(e));
       ok = 0;
       break;
     }
     owner->opened.push_back(static_cast<char*>(p));
     pm.base[q] = static_cast<char*>(p);
   }
+  // The mapped words before the agreement, so that a rank cannot fail alone after it.
+  if (ok && owner->words.alloc() != tacoSuccess) ok = 0;
   TACO_CHECK(peerVerifyWrites(t, pm, "cuda-ipc", &ok));
   if (!ok) {
-    TACO_INFO("peer memory: none (CUDA IPC check failed on some rank: the staged path)");
+    TACO_WARN("peer memory: cuda-ipc refused on rank %d (the reason is logged by the rank that failed): no peer "
+              "memory through it", me);
     return tacoSuccess;
   }
-  TACO_CHECK(owner->words.alloc());
   PeerMemory* res = new (std::nothrow) PeerMemory(pm);
   if (res == nullptr) return setError(tacoSystemError, "peer memory: out of host memory");
   attachWords(res, owner->words);

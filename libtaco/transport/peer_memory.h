@@ -14,7 +14,9 @@
 //   none            ranks on several hosts, no P2P, or a failed check: the staged path.
 // The NCCL and IPC routes end with a real write into every peer (P2P can be reported and
 // not work) and every rank's verdict all-gathered, so all ranks have peer memory or none
-// has. The route and the reason for a refusal are logged at INFO.
+// has. The route is logged at INFO; a route that cannot be opened or fails its check on
+// ranks of one host is logged at WARN with the reason (NCCL's route closing where NCCL has
+// no symmetric memory for these ranks is expected, and logged at INFO).
 #pragma once
 #include <cstddef>
 
@@ -65,6 +67,10 @@ tacoResult_t peerMemoryCreateNcclSymmetric(Transport* t, size_t bytes, int lsaBa
 // CUDA IPC over a communicator's transport (collective: every rank calls it). Returns
 // tacoSuccess with *out == nullptr when the route is closed (the reason is logged).
 tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out);
+
+// Collective: how many ranks share this rank's host (by host name), and whether all of them
+// do (the same answer on every rank).
+tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost);
 
 // Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised. The
 // nccl-symmetric route deregisters from its NCCL communicator: free before the transport

@@ -181,14 +181,18 @@ tacoResult_t sharedSteps(Transport* t, size_t bytes, int lsaBarriers, std::uniqu
     snprintf(why, sizeof(why), "the ncclGetLsaPointer kernel failed ('%s')", cudaGetErrorString(e));
     ok = 0;
   }
-  // 5. The check by a real write into every peer (which write failed is logged by the rank that saw it).
+  // 5. The check by a real write into every peer (which write failed is logged by the rank that saw it);
+  // the mapped words first, so that a rank cannot fail alone after the agreement.
+  if (ok && o->words.alloc() != tacoSuccess) {
+    snprintf(why, sizeof(why), "the host-mapped abort and status words could not be allocated");
+    ok = 0;
+  }
   TACO_CHECK(peerVerifyWrites(t, pm, kRoute, &ok));
   if (!ok) {
     TACO_INFO("peer memory: %s closed on rank %d: %s", kRoute, me,
               *why != '\0' ? why : "the check by a real write into every peer failed on some rank");
     return tacoSuccess;
   }
-  TACO_CHECK(o->words.alloc());
   PeerMemory* res = new (std::nothrow) PeerMemory(pm);
   if (res == nullptr) return setError(tacoSystemError, "peer memory: out of host memory");
   attachWords(res, o->words);

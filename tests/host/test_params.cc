@@ -15,6 +15,10 @@ int main() {
   unsetenv("TACO_CHECK_CONSISTENCY");
   unsetenv("TACO_NCCL_LIBRARY");
   unsetenv("TACO_PEER_TIMELINE");
+  unsetenv("TACO_PEER_MEMORY");
+  unsetenv("TACO_TUNE");
+  unsetenv("TACO_TUNE_FILE");
+  unsetenv("TACO_TUNE_MAX_BYTES");
   setenv("TACO_CHUNK_BYTES", "12Q", 1);         // malformed
   setenv("TACO_FALLBACK_BYTES", "2M", 1);       // valid, with a suffix
   setenv("TACO_PIPELINE_DEPTH", "3", 1);        // valid
@@ -68,8 +72,40 @@ int main() {
     }
     taco::EnvParams q{};
     TEST_ASSERT(!table[i].parse("nvls", &q));
-    TEST_ASSERT(table[i].parse(table[i].defaultValue, &q) && q.peerMemory == taco::kPeerMemoryLoopback);
+    TEST_ASSERT(table[i].parse(table[i].defaultValue, &q) && q.peerMemory == taco::kPeerMemoryOn);
   }
+  TEST_ASSERT_EQ_INT(p.peerMemory, taco::kPeerMemoryOn);  // on by default
+
+  // TACO_TUNE: auto by default; off and force; anything else malformed. TACO_TUNE_MAX_BYTES: a
+  // size of at least 4K (the smallest bucket), 256M by default. TACO_TUNE_FILE: empty by default.
+  TEST_ASSERT_EQ_INT(p.tune, taco::kTuneAuto);
+  TEST_ASSERT_EQ_SIZE(p.tuneMaxBytes, (size_t)256 << 20);
+  TEST_ASSERT(p.tuneFile != nullptr && *p.tuneFile == '\0');
+  for (int i = 0; i < n; ++i) {
+    taco::EnvParams q{};
+    if (strcmp(table[i].name, "TACO_TUNE") == 0) {
+      TEST_ASSERT(table[i].parse("off", &q) && q.tune == taco::kTuneOff);
+      TEST_ASSERT(table[i].parse("force", &q) && q.tune == taco::kTuneForce);
+      TEST_ASSERT(table[i].parse("auto", &q) && q.tune == taco::kTuneAuto);
+      TEST_ASSERT(!table[i].parse("on", &q) && !table[i].parse("1", &q));
+    }
+    if (strcmp(table[i].name, "TACO_TUNE_MAX_BYTES") == 0) {
+      TEST_ASSERT(table[i].parse("16M", &q) && q.tuneMaxBytes == ((size_t)16 << 20));
+      TEST_ASSERT(table[i].parse("4K", &q) && q.tuneMaxBytes == 4096);
+      TEST_ASSERT(!table[i].parse("2K", &q) && !table[i].parse("big", &q));
+    }
+    if (strcmp(table[i].name, "TACO_TUNE_FAULT") == 0) {
+      TEST_ASSERT(table[i].parse("", &q) && table[i].parse("oneshot", &q) && table[i].parse("fused", &q));
+      TEST_ASSERT(!table[i].parse("auto", &q) && !table[i].parse("twoshot", &q));
+    }
+  }
+  unsetenv("TACO_TUNE_FAULT");
+  TEST_ASSERT_EQ_INT(taco::tuneFaultAlgo(), -1);
+  setenv("TACO_TUNE_FAULT", "oneshot", 1);  // read at each call, not cached
+  TEST_ASSERT_EQ_INT(taco::tuneFaultAlgo(), tacoAlgoOneShot);
+  setenv("TACO_TUNE_FAULT", "nonsense", 1);
+  TEST_ASSERT_EQ_INT(taco::tuneFaultAlgo(), -1);
+  unsetenv("TACO_TUNE_FAULT");
 
   // TACO_PEER_TIMELINE: off by default, a non-negative integer, anything else malformed.
   int timelineRows = 0;
