@@ -177,6 +177,15 @@ int faultSkipRank() {
   return (v == nullptr || *v == '\0') ? -1 : parseRank(v);
 }
 
+std::string defaultTuneFile() {
+  // Not TACO_* variables, but read here too: nothing else calls getenv.
+  const char* xdg = getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg == '/') return std::string(xdg) + "/taco/tune.json";
+  const char* home = getenv("HOME");
+  if (home != nullptr && *home != '\0') return std::string(home) + "/.cache/taco/tune.json";
+  return "";
+}
+
 int tuneFaultAlgo() {
   const char* v = getenv("TACO_TUNE_FAULT");  // read at each tuning, not cached: a testing knob
   return (v == nullptr || *v == '\0') ? -1 : parseFaultAlgo(v);

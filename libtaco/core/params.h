@@ -2,6 +2,7 @@
 // docs/tuning.md documents each; `python -m taco info` prints the table.
 #pragma once
 #include <cstddef>
+#include <string>
 
 namespace taco {
 
@@ -49,6 +50,10 @@ int faultSkipRank();
 // check sees corrupted on the lowest rank it drives, so that the demotion can be tested; -1
 // when unset.
 int tuneFaultAlgo();
+
+// The AllReduce table cache when TACO_TUNE_FILE is unset: $XDG_CACHE_HOME/taco/tune.json,
+// else $HOME/.cache/taco/tune.json; "" when neither variable is set.
+std::string defaultTuneFile();
 
 // The tacoAlgo_t named `s` ("auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"),
 // or -1; and the name of an algorithm.

@@ -1,0 +1,70 @@
+// The AllReduce table: what the tuner measured (coll/tune.cc) and how a call picks from it
+// (coll/allreduce.cc). Pure functions of plain data, the same on every rank, so that host
+// tests check them (tests/host/test_tune_table.cc). docs/tuning.md, "The AllReduce table".
+//
+// A table holds, for power-of-two sizes (buckets) from 4 KiB up, the time of every candidate
+// algorithm: each rank's median, combined across ranks by the max, so every rank holds the
+// same numbers and derives the same choices. A candidate that cannot run on the communicator,
+// or that failed its check on any rank (demoted), has no time (kNoTime) and is never chosen.
+#pragma once
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "taco.h"
+
+namespace taco {
+
+// The columns of a table, in a fixed order: ties go to the earlier one (plain first).
+enum TuneCandidate { kCandPlain, kCandOneShotRaw, kCandOneShot, kCandFused, kCandStaged, kNumCandidates };
+
+int candidateAlgo(int cand);  // its tacoAlgo_t
+int candidateOf(int algo);    // the candidate running tacoAlgo_t `algo`, or -1
+
+constexpr size_t kTuneMinBytes = 4096;  // the smallest bucket
+// A candidate replaces the model's choice only when it is at least this much faster.
+constexpr double kTuneHysteresis = 0.03;
+// The time of a candidate that has none (cannot run here, or demoted).
+const float kNoTime = INFINITY;
+
+using TuneRow = std::array<float, kNumCandidates>;  // microseconds per candidate
+
+struct TuneTable {
+  std::string key;           // the machine's fingerprint (coll/tune_cache.h)
+  std::vector<size_t> bytes;  // bucket sizes (uncompressed bytes per rank), ascending powers of two
+  std::vector<TuneRow> us;    // us[b][cand]: the max over ranks of each rank's median time, or kNoTime
+  uint32_t demoted = 0;       // bit c: candidate c failed its check on some rank (agreed like the times)
+  uint64_t hash = 0;          // tuneHash() of the above
+};
+
+// The buckets for a largest size of `maxBytes`: 4 KiB, 8 KiB, ... up to the largest power of
+// two not above it (at least the 4 KiB bucket).
+std::vector<size_t> tuneBuckets(size_t maxBytes);
+
+// Elementwise max of the ranks' rows (all the same length): how per-rank timings and demotion
+// flags combine, so that every rank that sees all rows derives the same numbers.
+std::vector<float> combineMax(const std::vector<std::vector<float>>& rows);
+
+// A table from combined numbers laid out as tuneLayout says: for every bucket, one time per
+// candidate, then one demotion flag (0 or 1) per candidate. False when `flat` has the wrong
+// length. A demoted candidate loses its times. Sets the hash.
+size_t tuneLayoutSize(size_t nBuckets);
+bool tuneTableFrom(const std::string& key, const std::vector<size_t>& bytes, const std::vector<float>& flat,
+                   TuneTable* out);
+
+// FNV-1a over the key, the buckets, the times' bits and the demotion flags.
+uint64_t tuneHash(const TuneTable& t);
+
+// The bucket nearest to `bytes` on a log scale (a size exactly between two buckets goes to the
+// larger); sizes outside the table take its first or last bucket. -1 for an empty table.
+int nearestBucket(const TuneTable& t, size_t bytes);
+
+// The choice among candidates with a time in row `r` when the model picks `modelAlgo`: the
+// model's choice, unless the fastest candidate is at least kTuneHysteresis faster than it
+// (or the model's has no time). tacoAlgo_t; `modelAlgo` when no candidate has a time.
+int tunedChoice(const TuneRow& r, int modelAlgo);
+
+}  // namespace taco
