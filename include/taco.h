@@ -253,6 +253,26 @@ tacoResult_t tacoCommGetAsyncError(tacoComm_t comm, tacoResult_t* asyncError);
 /* The AllReduce algorithm the communicator would pick for `count` elements of `datatype`
  * (tacoAlgo_t, never tacoAlgoAuto): the selection function, without running anything. */
 tacoResult_t tacoCommAllReduceAlgo(tacoComm_t comm, size_t count, tacoDataType_t datatype, int* algo);
+/* Measure the communicator's AllReduce table for `datatype` on its own GPUs (docs/tuning.md):
+ * every algorithm it can run is first checked bit for bit against its oracle (a mismatch, an
+ * error or a peer-memory timeout demotes it, with a warning), then timed at power-of-two sizes
+ * from 4 KiB up to TACO_TUNE_MAX_BYTES (256 MiB; fewer where device memory is short); the ranks
+ * combine their timings (the max) and compare the table's hash. Later AllReduce calls of
+ * `datatype` with algo auto take the table's choice for the nearest size, and rank 0 writes it
+ * to the cache (TACO_TUNE_FILE). With TACO_TUNE=auto (the default) the first eager AllReduce of
+ * a datatype does this by itself where no cached table is in use. Collective: every rank calls
+ * it, outside any group and graph capture; it runs on `stream` and returns when done. A one-rank
+ * communicator has nothing to measure (tacoSuccess, no table). For a loopback world of several
+ * ranks use tacoCommTuneLoopback. */
+tacoResult_t tacoCommTune(tacoComm_t comm, tacoDataType_t datatype, tacoStream_t stream);
+/* The same for every rank of a loopback world: `comms` as tacoCommInitLoopback filled it
+ * (`nranks` communicators, in rank order). */
+tacoResult_t tacoCommTuneLoopback(tacoComm_t* comms, int nranks, tacoDataType_t datatype, tacoStream_t stream);
+/* The AllReduce table the communicator uses for `datatype`, as JSON text (docs/tuning.md: the
+ * sizes, each algorithm's time in microseconds, the choices, where it came from), or NULL when it
+ * has none (the built-in model decides). The text stays valid until the next call for this
+ * communicator and datatype, or its destruction. */
+tacoResult_t tacoCommTuneTable(tacoComm_t comm, tacoDataType_t datatype, const char** table);
 
 /* ----------------------------------------------------------- collectives */
 /* Group calls: collectives issued between start and end are launched together

@@ -1,9 +1,12 @@
-// AllReduce: pick the algorithm (coll/allreduce_select.cc), then build its schedule:
-// plain (the transport's), staged two-shot (coll/allreduce_staged.cc) or a
-// peer-memory algorithm (coll/allreduce_peer.cc). docs/collectives.md.
+// AllReduce: pick the algorithm (a tuned table, coll/tune_state.h, else the model of
+// coll/allreduce_select.cc), then build its schedule: plain (the transport's), staged two-shot
+// (coll/allreduce_staged.cc) or a peer-memory algorithm (coll/allreduce_peer.cc).
+// docs/collectives.md.
 #include "coll/allreduce_peer.h"
-#include "coll/allreduce_select.h"
+#include "coll/allreduce_run.h"
 #include "coll/coll.h"
+#include "coll/tune.h"
+#include "coll/tune_state.h"
 #include "core/check.h"
 #include "core/params.h"
 
@@ -21,10 +24,22 @@ AlgoInputs algoInputs(const tacoComm* c, size_t count, tacoDataType_t dtype) {
   return in;
 }
 
+int modelAllReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype) {
+  return selectAllReduceAlgo(algoInputs(c, count, dtype));
+}
+
 tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo) {
   const AlgoInputs in = algoInputs(c, count, dtype);
   if (c->config.algo == tacoAlgoAuto) {
     *algo = selectAllReduceAlgo(in);
+    // A tuned table, agreed by every rank, overrides the model where it measured something
+    // faster; a choice the communicator can no longer run (its peer memory was released)
+    // leaves the model's.
+    if (const std::shared_ptr<const TuneTable> t = tuneTableOf(c, dtype)) {
+      const int b = nearestBucket(*t, in.bytes);
+      const int tuned = b >= 0 ? tunedChoice(t->us[(size_t)b], *algo) : *algo;
+      if (algoUnavailable(tuned, in) == nullptr) *algo = tuned;
+    }
     return tacoSuccess;
   }
   if (const char* why = algoUnavailable(c->config.algo, in))
@@ -34,16 +49,23 @@ tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype
   return tacoSuccess;
 }
 
-tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
-  if (a.count == 0) return tacoSuccess;  // like NCCL: nothing to do, nothing to check
-  int algo = tacoAlgoPlain;
-  TACO_CHECK(allReduceAlgo(c, a.count, a.dtype, &algo));
+tacoResult_t allReduceRun(tacoComm* c, const CollArgs& a, int algo) {
   if (algo == tacoAlgoStaged) return allReduceStaged(c, a);
   if (algo != tacoAlgoPlain) return allReducePeer(c, a, algo);
   Schedule sched;
   sched.comm = c;
   sched.steps.push_back(stepPlain(kPlainAllReduce, a.stream, a.sendbuff, a.recvbuff, a.count, a.dtype));
   return submit(std::move(sched), "AllReduce");
+}
+
+tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
+  if (a.count == 0) return tacoSuccess;  // like NCCL: nothing to do, nothing to check
+  // TACO_TUNE=auto|force: the first eager call of a dtype measures the table (every rank makes
+  // the same call, so every rank measures here).
+  TACO_CHECK(tuneOnFirstUse(c, a.dtype, a.stream));
+  int algo = tacoAlgoPlain;
+  TACO_CHECK(allReduceAlgo(c, a.count, a.dtype, &algo));
+  return allReduceRun(c, a, algo);
 }
 
 }  // namespace taco

@@ -11,6 +11,7 @@
 #include "coll/allreduce_peer.h"
 #include "coll/peer_timeline_buffer.h"
 #include "coll/coll.h"
+#include "coll/tune_state.h"
 #include "transport/peer_memory.h"
 #include "transport/transport.h"
 
@@ -96,6 +97,7 @@ tacoResult_t commSetup(tacoComm* c) {
 }
 
 void commFree(tacoComm* c) {
+  tuneDetach(c);
   peerTimelineFree(c);
   peerMemoryFree(c->peer);
   if (c->peerEvent) cudaEventDestroy(c->peerEvent);
@@ -122,6 +124,7 @@ struct Consistency {
   int32_t nranks;
   int32_t algo;        // a forced AllReduce algorithm must be forced everywhere
   int32_t peerMemory;  // TACO_PEER_MEMORY: creating peer memory is collective
+  int32_t tune;        // TACO_TUNE: measuring at the first AllReduce is collective
 };
 constexpr uint32_t kConsistencyMagic = 0x7ac0c4ecu;
 
@@ -138,6 +141,7 @@ tacoResult_t consistencyCheck(tacoComm* c) {
   mine.nranks = c->nranks;
   mine.algo = c->config.algo;
   mine.peerMemory = envParams().peerMemory;
+  mine.tune = envParams().tune;
   std::vector<Consistency> all(c->nranks);
   TACO_CHECK(c->transport->hostAllGather(&mine, all.data(), sizeof(mine)));
   for (int q = 0; q < c->nranks; ++q) {
@@ -159,6 +163,7 @@ tacoResult_t consistencyCheck(tacoComm* c) {
     TACO_CMP(nranks, "nranks")
     TACO_CMP(algo, "algo (TACO_ALGO)")
     TACO_CMP(peerMemory, "TACO_PEER_MEMORY")
+    TACO_CMP(tune, "TACO_TUNE")
 #undef TACO_CMP
   }
   return tacoSuccess;
@@ -184,6 +189,7 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
   if (r == tacoSuccess) r = commSetup(c);
   if (r == tacoSuccess && consistency && c->config.checkConsistency && c->nranks > 1) r = consistencyCheck(c);
   if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = peerMemorySetup(&c, 1, false);
+  if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = tuneAttach(&c, 1, false);
   if (r != tacoSuccess) {
     // An owned NCCL communicator must be torn down too, after the peer memory registered with it.
     peerMemoryFree(c->peer);
@@ -208,7 +214,8 @@ tacoResult_t commCreateLoopback(tacoComm** comms, int nranks, const tacoConfig_t
       return res;
     }
   }
-  const tacoResult_t res = peerMemorySetup(comms, nranks, true);
+  tacoResult_t res = peerMemorySetup(comms, nranks, true);
+  if (res == tacoSuccess) res = tuneAttach(comms, nranks, true);
   if (res != tacoSuccess)
     for (int q = 0; q < nranks; ++q) commFree(comms[q]), comms[q] = nullptr;
   return res;

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "coll/allreduce_peer.h"
+#include "coll/group.h"
 #include "coll/schedule.h"
 #include "transport/transport.h"
 
@@ -123,6 +124,22 @@ thread_local std::vector<Schedule> tPending;
 tacoResult_t groupStart() {
   ++tGroupDepth;
   return tacoSuccess;
+}
+
+int groupDepth() { return tGroupDepth; }
+
+GroupSuspension::GroupSuspension() : depth_(tGroupDepth) {
+  pending_.swap(tPending);
+  tGroupDepth = 0;
+}
+
+GroupSuspension::~GroupSuspension() {
+  // Whatever the suspended code left open or queued is dropped: it ran its own groups to the end.
+  for (Schedule& s : tPending) s.comm->pendingOps = 0;
+  tPending.swap(pending_);
+  tGroupDepth = depth_;
+  for (Schedule& s : tPending) s.comm->pendingOps = 0;
+  for (Schedule& s : tPending) ++s.comm->pendingOps;
 }
 
 void groupForget(tacoComm* comm) {

@@ -219,7 +219,7 @@ std::string tuneCachePath() {
   return set != nullptr && *set != '\0' ? std::string(set) : defaultTuneFile();
 }
 
-std::string tuneTableJson(const TuneTable& t, const std::string& notes) {
+std::string tuneTableJson(const TuneTable& t, const std::string& notes, const std::vector<int>* choice) {
   CNumbers c;
   std::string s = "{\"key\": " + jsonQuote(t.key) + ", \"bytes\": [";
   for (size_t b = 0; b < t.bytes.size(); ++b) s += (b ? ", " : "") + std::to_string(t.bytes[b]);
@@ -236,7 +236,13 @@ std::string tuneTableJson(const TuneTable& t, const std::string& notes) {
   bool first = true;
   for (int k = 0; k < kNumCandidates; ++k)
     if (t.demoted >> k & 1u) s += std::string(first ? "" : ", ") + "\"" + algoName(candidateAlgo(k)) + "\"", first = false;
-  s += "], \"notes\": " + jsonQuote(notes) + ", \"hash\": " + fmt("\"%016llx\"", (unsigned long long)t.hash) + "}";
+  s += "], \"notes\": " + jsonQuote(notes);
+  if (choice != nullptr) {
+    s += ", \"choice\": [";
+    for (size_t b = 0; b < choice->size(); ++b) s += std::string(b ? ", " : "") + "\"" + algoName((*choice)[b]) + "\"";
+    s += "]";
+  }
+  s += ", \"hash\": " + fmt("\"%016llx\"", (unsigned long long)t.hash) + "}";
   return s;
 }
 
@@ -259,7 +265,8 @@ int tuneCacheFind(const std::string& path, const std::string& key, TuneTable* ou
   return 0;
 }
 
-bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why) {
+bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why,
+                    const std::vector<int>* choice) {
   if (path.empty()) {
     *why = "no cache file (set TACO_TUNE_FILE, XDG_CACHE_HOME or HOME)";
     return false;
@@ -270,7 +277,7 @@ bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::stri
   if (!readTables(path, &tables, &absent, &ignored)) tables.clear();  // unreadable or damaged: replaced
   JsonValue entry;
   std::string perr;
-  if (!jsonParse(tuneTableJson(t, notes), &entry, &perr)) {
+  if (!jsonParse(tuneTableJson(t, notes, choice), &entry, &perr)) {
     *why = "internal error: a table does not serialise (" + perr + ")";
     return false;
   }

@@ -6,7 +6,7 @@
 //    "tables": [{"key": "gpu=NVIDIA H200;sms=132;ranks=8;...", "bytes": [4096, ...],
 //                "algos": ["plain", "oneshot-raw", "oneshot", "fused", "staged"],
 //                "us": [[12.5, 8.25, null, ...], ...], "demoted": ["oneshot"],
-//                "notes": "...", "hash": "89ab..."}, ...]}
+//                "notes": "...", "choice": ["oneshot-raw", ...], "hash": "89ab..."}, ...]}
 //
 // Times are microseconds (null: none); the hash is tuneHash() of what the entry holds, so an
 // entry edited or cut short is found out. Writers replace the file whole (a temporary file,
@@ -42,9 +42,10 @@ std::string tuneKey(const TuneFingerprint& f);
 // $HOME/.cache/taco/tune.json ("" when none of them is set).
 std::string tuneCachePath();
 
-// One table as a JSON object (the entry format above); `notes` (free text: where the demotions
-// came from) is kept outside the hash.
-std::string tuneTableJson(const TuneTable& t, const std::string& notes);
+// One table as a JSON object (the entry format above). Kept outside the hash, for people and
+// tools that read the file: `notes` (free text: where the demotions came from) and `choice`
+// (when given: the algorithm each bucket picks on the communicator that wrote it, tacoAlgo_t).
+std::string tuneTableJson(const TuneTable& t, const std::string& notes, const std::vector<int>* choice = nullptr);
 
 // Reads the entry for `key` from the file at `path`. Returns 1 with *out set when found and
 // intact; 0 when the file is absent or has no entry for the key (`why` says which); -1 when the
@@ -54,6 +55,7 @@ int tuneCacheFind(const std::string& path, const std::string& key, TuneTable* ou
 // Puts `t` into the file at `path` in place of any entry with its key (the others kept; a file
 // that does not parse is replaced), creating the directory if needed: written to a temporary
 // file beside it, then renamed over it. False with `why`.
-bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why);
+bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why,
+                    const std::vector<int>* choice = nullptr);
 
 }  // namespace taco

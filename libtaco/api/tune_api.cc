@@ -1,0 +1,44 @@
+// Exported entry points of the AllReduce tuner (docs/tuning.md): argument checks, then one
+// call into coll/tune.cc. Failures are also recorded on the communicator.
+#include "api/argcheck.h"
+#include "coll/tune.h"
+#include "coll/tune_state.h"
+#include "core/check.h"
+#include "core/export.h"
+
+using namespace taco;
+
+extern "C" {
+
+TACO_API tacoResult_t tacoCommTune(tacoComm_t comm, tacoDataType_t datatype, tacoStream_t stream) {
+  TACO_CHECK(checkComm(comm, "CommTune"));
+  tacoResult_t r = checkDatatype(datatype, "CommTune");
+  if (r == tacoSuccess) r = tuneCommunicator(comm, datatype, stream, "CommTune");
+  if (r != tacoSuccess) commRecordError(comm);
+  return r;
+}
+
+TACO_API tacoResult_t tacoCommTuneLoopback(tacoComm_t* comms, int nranks, tacoDataType_t datatype,
+                                           tacoStream_t stream) {
+  TACO_CHECK(checkNotNull(comms, "CommTuneLoopback", "comms"));
+  TACO_ARG(nranks >= 1, "CommTuneLoopback : nranks %d must be >= 1", nranks);
+  for (int r = 0; r < nranks; ++r)
+    if (!commIsLive(comms[r]))
+      return setError(tacoInvalidArgument, "CommTuneLoopback : comms[%d] is %s", r,
+                      comms[r] == nullptr ? "NULL" : "not a live communicator (destroyed, or not one)");
+  tacoResult_t r = checkDatatype(datatype, "CommTuneLoopback");
+  if (r == tacoSuccess) r = tuneLoopback(comms, nranks, datatype, stream, "CommTuneLoopback");
+  if (r != tacoSuccess) commRecordError(comms[0]);
+  return r;
+}
+
+TACO_API tacoResult_t tacoCommTuneTable(tacoComm_t comm, tacoDataType_t datatype, const char** table) {
+  TACO_CHECK(checkComm(comm, "CommTuneTable"));
+  TACO_CHECK(checkNotNull(table, "CommTuneTable", "table"));
+  TACO_CHECK(checkDatatype(datatype, "CommTuneTable"));
+  const std::string text = tuneReport(comm, datatype);
+  *table = text.empty() ? nullptr : tuneKeepText(comm, datatype, text);
+  return tacoSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,19 @@
+// The AllReduce by a given algorithm, for callers that choose the algorithm themselves (the
+// tuner, coll/tune.cc); tacoAllReduce goes through allReduce() (coll/coll.h), which chooses.
+#pragma once
+#include "coll/allreduce_select.h"
+#include "coll/coll.h"
+
+namespace taco {
+
+// What the selection sees of a call of `count` elements of `dtype` on `c`.
+AlgoInputs algoInputs(const tacoComm* c, size_t count, tacoDataType_t dtype);
+
+// The model's choice for a call (selectAllReduceAlgo), ignoring config algo and any tuned table.
+int modelAllReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype);
+
+// Builds and submits the AllReduce by `algo` (a tacoAlgo_t other than auto that can run on `c`:
+// algoUnavailable says). Like allReduce: queued in an open group, else run now.
+tacoResult_t allReduceRun(tacoComm* c, const CollArgs& a, int algo);
+
+}  // namespace taco

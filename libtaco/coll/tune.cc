@@ -1,0 +1,589 @@
+// The tuner (coll/tune.h). One measurement, on every rank at once:
+//
+//   1. agree on the largest size (TACO_TUNE_MAX_BYTES, halved until the buffers fit in half of
+//      the free device memory on every rank) and allocate: a send and a receive buffer per rank
+//      driven here, filled with inputs that are a function of (rank, dtype) alone;
+//   2. check every candidate but plain and staged (the references) at two sizes, a small odd
+//      count and a larger one, bit for bit against its oracle: fused against the staged
+//      two-shot, one-shot against the codec kernels (every input compressed, then decompressed
+//      and summed in rank order), raw one-shot against the fp32 sum in rank order (the loopback
+//      plain kernel); a mismatch, an error or a peer-memory timeout demotes it, and the ranks
+//      agree on the demotions (a candidate demoted anywhere is demoted everywhere);
+//   3. time every candidate left at every bucket: warm-up calls, then the median of five runs
+//      of back-to-back calls between CUDA events (enough calls per run to fill ~0.3 ms);
+//   4. combine the ranks' times by the max through the transport's plain AllReduce (each rank
+//      writes its row, zeros elsewhere: a sum that is a gather, exact in fp32), derive the
+//      table, and compare its hash across ranks the same way;
+//   5. install it for the world, and write it to the cache from rank 0.
+// Steps that can fail on one rank end in an agreement, so no rank goes on alone.
+#include "coll/tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "coll/allreduce_peer.h"
+#include "coll/allreduce_run.h"
+#include "coll/group.h"
+#include "coll/peer_timeline_buffer.h"
+#include "coll/tune_cache.h"
+#include "coll/tune_state.h"
+#include "coll/tune_table.h"
+#include "codec/codec.h"
+#include "core/check.h"
+#include "core/comm.h"
+#include "core/params.h"
+#include "transport/peer_memory.h"
+#include "transport/transport.h"
+
+namespace taco {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kPatternBytes = (size_t)1 << 20;  // the inputs repeat with this period
+constexpr size_t kCheckLargeBytes = (size_t)16 << 20;
+constexpr int kWarmups = 2;
+constexpr int kRuns = 5;
+constexpr int kMaxCallsPerRun = 32;
+constexpr double kRunTargetUs = 300;
+
+uint64_t mix64(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Rank `rank`'s input, one period: values of either sign from 2^-4 to 2^4 (so that fp16 sums of
+// 16 ranks stay finite), and some zeros, built from bits (no rounding: every process makes the
+// same bytes).
+std::vector<uint8_t> pattern(tacoDataType_t dt, int rank) {
+  const size_t eb = dtypeBytes(dt), n = kPatternBytes / eb;
+  std::vector<uint8_t> out(kPatternBytes);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = mix64(((uint64_t)rank << 40) ^ ((uint64_t)dt << 36) ^ i);
+    const uint32_t sign = (uint32_t)(h & 1), e = (uint32_t)((h >> 1) % 8);  // exponent -4..3
+    const bool zero = ((h >> 8) & 63) == 0;
+    if (dt == tacoFloat32) {
+      const uint32_t bits = zero ? 0u : (sign << 31) | ((e + 123) << 23) | ((uint32_t)(h >> 16) & 0x7fffffu);
+      memcpy(&out[i * 4], &bits, 4);
+    } else {
+      const uint16_t bits =
+          zero ? (uint16_t)0
+               : dt == tacoBfloat16 ? (uint16_t)((sign << 15) | ((e + 123) << 7) | ((uint32_t)(h >> 16) & 0x7fu))
+                                    : (uint16_t)((sign << 15) | ((e + 11) << 10) | ((uint32_t)(h >> 16) & 0x3ffu));
+      memcpy(&out[i * 2], &bits, 2);
+    }
+  }
+  return out;
+}
+
+// `bytes` of rank `rank`'s input at `dev`: one period copied in, then doubled on the device.
+cudaError_t fillInput(void* dev, size_t bytes, tacoDataType_t dt, int rank, cudaStream_t s) {
+  const std::vector<uint8_t> host = pattern(dt, rank);
+  char* d = static_cast<char*>(dev);
+  const size_t first = std::min(bytes, host.size());
+  cudaError_t e = cudaMemcpyAsync(d, host.data(), first, cudaMemcpyHostToDevice, s);
+  for (size_t filled = first; e == cudaSuccess && filled < bytes;) {
+    const size_t n = std::min(filled, bytes - filled);
+    e = cudaMemcpyAsync(d + filled, d, n, cudaMemcpyDeviceToDevice, s);
+    filled += n;
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);  // `host` dies here
+  return e;
+}
+
+// Device buffers freed with the tuning.
+struct DeviceBuffers {
+  std::vector<void*> ptrs;
+  ~DeviceBuffers() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+  void* alloc(size_t bytes) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes == 0 ? 16 : bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    ptrs.push_back(p);
+    return p;
+  }
+};
+
+struct Ctx {
+  std::vector<tacoComm*> world;  // the ranks driven here
+  tacoComm* c0 = nullptr;
+  int P = 0;
+  bool allLocal = false;  // every rank is driven here (loopback): nothing to combine
+  tacoDataType_t dtype = tacoFloat32;
+  size_t eb = 0;
+  cudaStream_t s = nullptr;
+  std::vector<void*> send, recv;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  const char* op = "";
+  ~Ctx() {
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+  }
+};
+
+bool hasRank0(const Ctx& x) {
+  for (tacoComm* c : x.world)
+    if (c->rank == 0) return true;
+  return false;
+}
+
+// Every rank's row of `mine.size()` floats, in rank order, through the transport's plain
+// AllReduce: each rank writes its row into its own slot and zeros elsewhere, so the sum is the
+// gather, exact in fp32 (x + 0 = x, inf + 0 = inf). Loopback: this process has every rank.
+tacoResult_t gatherRows(Ctx& x, const std::vector<float>& mine, std::vector<std::vector<float>>* rows) {
+  if (x.allLocal) {
+    rows->assign(1, mine);
+    return tacoSuccess;
+  }
+  const size_t n = mine.size(), P = (size_t)x.P;
+  std::vector<float> all(n * P, 0.0f);
+  std::copy(mine.begin(), mine.end(), all.begin() + (size_t)x.c0->rank * n);
+  DeviceBuffers b;
+  float* dev = static_cast<float*>(b.alloc(all.size() * sizeof(float)));
+  if (dev == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's agreement buffer could not be allocated", x.op);
+  TACO_CUDA_CHECK(cudaMemcpyAsync(dev, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice, x.s));
+  TACO_CHECK(x.c0->transport->allReduce(dev, dev, all.size(), tacoFloat32, x.s));
+  TACO_CUDA_CHECK(cudaMemcpyAsync(all.data(), dev, all.size() * sizeof(float), cudaMemcpyDeviceToHost, x.s));
+  TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
+  rows->assign(P, std::vector<float>(n));
+  for (size_t r = 0; r < P; ++r) std::copy(all.begin() + r * n, all.begin() + (r + 1) * n, (*rows)[r].begin());
+  return tacoSuccess;
+}
+
+// One AllReduce of `count` elements by `algo` on every rank driven here, as one group.
+tacoResult_t runOnce(Ctx& x, int algo, size_t count) {
+  TACO_CHECK(groupStart());
+  tacoResult_t r = tacoSuccess;
+  for (size_t i = 0; i < x.world.size() && r == tacoSuccess; ++i)
+    r = allReduceRun(x.world[i], CollArgs{x.send[i], x.recv[i], count, x.dtype, x.s}, algo);
+  const tacoResult_t e = groupEnd();
+  return r != tacoSuccess ? r : e;
+}
+
+// A peer-memory kernel of some rank driven here gave up waiting (TACO_WAIT_TIMEOUT_S) or saw an abort.
+bool peerGaveUp(const Ctx& x) {
+  for (tacoComm* c : x.world)
+    if (c->peer != nullptr && *c->peer->statusHost != 0) return true;
+  return false;
+}
+
+bool isPeerAlgo(int algo) { return algo == tacoAlgoFused || algo == tacoAlgoOneShot || algo == tacoAlgoOneShotRaw; }
+
+// Rank q's input of `count` elements: this process's own send buffer when it drives q, else made here.
+tacoResult_t inputOf(Ctx& x, int q, size_t count, DeviceBuffers& b, const void** out) {
+  for (size_t i = 0; i < x.world.size(); ++i)
+    if (x.world[i]->rank == q) return *out = x.send[i], tacoSuccess;
+  void* p = b.alloc(count * x.eb);
+  if (p == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's oracle inputs could not be allocated", x.op);
+  TACO_CUDA_CHECK(fillInput(p, count * x.eb, x.dtype, q, x.s));
+  *out = p;
+  return tacoSuccess;
+}
+
+// The oracle's output of `algo` at `count`, on the host (the same for every rank).
+tacoResult_t oracle(Ctx& x, int algo, size_t count, std::vector<std::vector<uint8_t>>* want) {
+  const size_t bytes = count * x.eb;
+  want->assign(x.world.size(), std::vector<uint8_t>(bytes));
+  if (algo == tacoAlgoFused) {  // the staged two-shot, rank by rank (the same bits on every rank)
+    TACO_CHECK(runOnce(x, tacoAlgoStaged, count));
+    for (size_t i = 0; i < x.world.size(); ++i)
+      TACO_CUDA_CHECK(cudaMemcpyAsync((*want)[i].data(), x.recv[i], bytes, cudaMemcpyDeviceToHost, x.s));
+    TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
+    return tacoSuccess;
+  }
+  DeviceBuffers b;
+  std::vector<const void*> in((size_t)x.P);
+  for (int q = 0; q < x.P; ++q) TACO_CHECK(inputOf(x, q, count, b, &in[(size_t)q]));
+  void* ref = b.alloc(bytes);
+  if (ref == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's oracle output could not be allocated", x.op);
+  if (algo == tacoAlgoOneShot) {  // every input compressed, then decompressed and summed in rank order
+    const tacoCodec_t codec = x.c0->codec;
+    const size_t wire = wireLayout(codec, count, x.dtype).totalBytes;
+    AccumInputs acc;
+    acc.n = x.P;
+    for (int q = 0; q < x.P; ++q) {
+      void* w = b.alloc(wire);
+      if (w == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's oracle wires could not be allocated", x.op);
+      TACO_CUDA_CHECK(launchCompress(codec, in[(size_t)q], count, x.dtype, w, x.s));
+      acc.ptr[q] = w;
+    }
+    TACO_CUDA_CHECK(launchDecompressAccumulate(codec, acc, nullptr, ref, count, x.dtype, x.s));
+  } else {  // raw one-shot: the fp32 sum in rank order, rounded once (every "rank's" output is ref)
+    RankPtrs p;
+    memset(&p, 0, sizeof(p));
+    p.n = x.P;
+    for (int q = 0; q < x.P; ++q) p.in[q] = in[(size_t)q], p.out[q] = ref;
+    TACO_CUDA_CHECK(launchLoopAllReduce(p, count, x.dtype, x.s));
+  }
+  TACO_CUDA_CHECK(cudaMemcpyAsync((*want)[0].data(), ref, bytes, cudaMemcpyDeviceToHost, x.s));
+  TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
+  for (size_t i = 1; i < x.world.size(); ++i) (*want)[i] = (*want)[0];
+  return tacoSuccess;
+}
+
+std::string elementText(const uint8_t* p, size_t eb) {
+  uint32_t u = 0;
+  memcpy(&u, p, eb);
+  char buf[16];
+  snprintf(buf, sizeof(buf), eb == 4 ? "%08x" : "%04x", u);
+  return buf;
+}
+
+// Checks `algo` at `count` on every rank driven here. Empty when it passes, else why not.
+// `gaveUp` is set when a peer-memory kernel gave up waiting.
+std::string check(Ctx& x, int algo, size_t count, bool* gaveUp) {
+  const char* name = algoName(algo);
+  char what[512];
+  std::vector<std::vector<uint8_t>> want;
+  if (oracle(x, algo, count, &want) != tacoSuccess) {
+    snprintf(what, sizeof(what), "%s at %zu elements: its oracle failed: %s", name, count, lastError());
+    return what;
+  }
+  const size_t bytes = count * x.eb;
+  for (size_t i = 0; i < x.world.size(); ++i)
+    if (cudaMemsetAsync(x.recv[i], 0xa5, bytes, x.s) != cudaSuccess) (void)cudaGetLastError();  // never written: cannot pass
+  tacoResult_t r = runOnce(x, algo, count);
+  const cudaError_t e = cudaStreamSynchronize(x.s);
+  if (peerGaveUp(x)) {
+    *gaveUp = true;
+    snprintf(what, sizeof(what), "%s at %zu elements: a peer-memory kernel gave up waiting (TACO_WAIT_TIMEOUT_S)",
+             name, count);
+    return what;
+  }
+  if (r != tacoSuccess || e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(what, sizeof(what), "%s at %zu elements: %s", name, count,
+             r != tacoSuccess ? lastError() : cudaGetErrorString(e));
+    return what;
+  }
+  const int fault = tuneFaultAlgo();
+  std::vector<uint8_t> got(bytes);
+  for (size_t i = 0; i < x.world.size(); ++i) {
+    if (cudaMemcpy(got.data(), x.recv[i], bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+      (void)cudaGetLastError();
+      snprintf(what, sizeof(what), "%s at %zu elements: reading rank %d's output failed", name, count,
+               x.world[i]->rank);
+      return what;
+    }
+    if (fault == algo && x.world[i]->rank == 0 && bytes > 0) got[0] ^= 1;  // TACO_TUNE_FAULT (testing)
+    if (memcmp(got.data(), want[i].data(), bytes) == 0) continue;
+    size_t k = 0;
+    while (memcmp(&got[k * x.eb], &want[i][k * x.eb], x.eb) == 0) ++k;
+    snprintf(what, sizeof(what), "%s at %zu elements: rank %d's output differs from the oracle at element %zu "
+             "(%s, expected %s)%s", name, count, x.world[i]->rank, k, elementText(&got[k * x.eb], x.eb).c_str(),
+             elementText(&want[i][k * x.eb], x.eb).c_str(), fault == algo ? " [TACO_TUNE_FAULT]" : "");
+    return what;
+  }
+  return "";
+}
+
+// Warm-up calls, then the time of one call of `algo` at `count`, in microseconds.
+tacoResult_t probeIt(Ctx& x, int algo, size_t count, float* us) {
+  for (int w = 0; w < kWarmups; ++w) TACO_CHECK(runOnce(x, algo, count));
+  float ms = 0;
+  TACO_CUDA_CHECK(cudaEventRecord(x.e0, x.s));
+  TACO_CHECK(runOnce(x, algo, count));
+  TACO_CUDA_CHECK(cudaEventRecord(x.e1, x.s));
+  TACO_CUDA_CHECK(cudaEventSynchronize(x.e1));
+  TACO_CUDA_CHECK(cudaEventElapsedTime(&ms, x.e0, x.e1));
+  *us = ms * 1e3f;
+  return tacoSuccess;
+}
+
+// The median over runs of back-to-back calls (enough per run to fill kRunTargetUs at `probeUs`
+// a call) of the time of one call, in microseconds.
+tacoResult_t timeIt(Ctx& x, int algo, size_t count, float probeUs, float* us) {
+  const double once = std::max(1.0, (double)probeUs);
+  const int calls = (int)std::min<double>(kMaxCallsPerRun, std::max(1.0, std::ceil(kRunTargetUs / once)));
+  std::vector<float> runs;
+  float ms = 0;
+  for (int r = 0; r < kRuns; ++r) {
+    TACO_CUDA_CHECK(cudaEventRecord(x.e0, x.s));
+    for (int k = 0; k < calls; ++k) TACO_CHECK(runOnce(x, algo, count));
+    TACO_CUDA_CHECK(cudaEventRecord(x.e1, x.s));
+    TACO_CUDA_CHECK(cudaEventSynchronize(x.e1));
+    TACO_CUDA_CHECK(cudaEventElapsedTime(&ms, x.e0, x.e1));
+    runs.push_back(ms * 1e3f / (float)calls);
+  }
+  std::sort(runs.begin(), runs.end());
+  *us = runs[runs.size() / 2];
+  if (peerGaveUp(x))
+    return setError(tacoRemoteError, "%s : a peer-memory kernel gave up waiting while %s was timed", x.op,
+                    algoName(algo));
+  return tacoSuccess;
+}
+
+// After a peer-memory kernel gave up: the peer memory of every rank driven here is released
+// (its epochs no longer agree across ranks); the staged path and plain remain.
+void releasePeerMemory(Ctx& x) {
+  for (tacoComm* c : x.world) {
+    for (cudaStream_t st : c->streams) (void)cudaStreamSynchronize(st);
+    (void)cudaGetLastError();
+    if (c->peer == nullptr) continue;
+    peerTimelineFree(c);
+    c->workspaceBytes -= c->peer->bytes;
+    peerMemoryFree(c->peer);
+    c->peer = nullptr;
+  }
+}
+
+bool streamCapturing(cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // e.g. the legacy stream while another stream captures: do nothing that could break it
+  }
+  return st != cudaStreamCaptureStatusNone;
+}
+
+// The measurement proper (the caller has suspended the thread's group).
+tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
+  const std::vector<size_t> allBuckets = tuneBuckets(envParams().tuneMaxBytes);
+  const size_t granule = planGranule(x.c0->codec);
+  const size_t smallCount = 3 * (size_t)x.P * granule + 5;
+  const AlgoInputs in = algoInputs(x.c0, 1, x.dtype);
+
+  // 1. The largest size every rank can afford: the buffers within half of the free memory.
+  size_t freeB = 0, totalB = 0;
+  if (cudaMemGetInfo(&freeB, &totalB) != cudaSuccess) (void)cudaGetLastError(), freeB = 0;
+  size_t maxBytes = allBuckets.back();
+  auto need = [&](size_t m) {
+    const size_t check = std::min(m, kCheckLargeBytes) + 64 * x.eb;
+    return x.world.size() * 2 * std::max(m, check) + ((size_t)x.P + 2) * 2 * check;
+  };
+  while (maxBytes > kTuneMinBytes && need(maxBytes) > freeB / 2) maxBytes /= 2;
+  std::vector<std::vector<float>> rows;
+  TACO_CHECK(gatherRows(x, {(float)std::log2((double)maxBytes)}, &rows));
+  for (const auto& r : rows) maxBytes = std::min(maxBytes, (size_t)1 << (int)r[0]);
+  const std::vector<size_t> buckets = tuneBuckets(maxBytes);
+  if (maxBytes < allBuckets.back())
+    TACO_INFO("tune: sizes up to %zu bytes (TACO_TUNE_MAX_BYTES %zu; free device memory %zu bytes)", maxBytes,
+              envParams().tuneMaxBytes, freeB);
+  const size_t largeCount = std::max(smallCount, std::min(maxBytes, kCheckLargeBytes) / x.eb) + 7;
+  const size_t bufBytes = std::max(maxBytes, largeCount * x.eb);
+
+  DeviceBuffers bufs;
+  int ok = 1;
+  for (size_t i = 0; i < x.world.size() && ok; ++i) {
+    x.send.push_back(bufs.alloc(bufBytes));
+    x.recv.push_back(bufs.alloc(bufBytes));
+    ok = x.send.back() != nullptr && x.recv.back() != nullptr;
+    if (ok && fillInput(x.send[i], bufBytes, x.dtype, x.world[i]->rank, x.s) != cudaSuccess)
+      (void)cudaGetLastError(), ok = 0;
+  }
+  TACO_CHECK(gatherRows(x, {(float)ok}, &rows));
+  for (const auto& r : rows) ok &= r[0] != 0;
+  if (!ok)
+    return setError(tacoOutOfMemory, "%s : the tuner's buffers (2 x %zu bytes per rank) could not be allocated on "
+                    "every rank", x.op, bufBytes);
+
+  // 2. Check: a candidate is demoted when any rank sees it fail. The ranks agree after every
+  // check, so that they all run the same calls (the fused check's oracle is collective).
+  uint32_t demoted = 0;
+  bool peerFailed = false;
+  for (int c = 0; c < kNumCandidates; ++c) {
+    const int algo = candidateAlgo(c);
+    if (algo == tacoAlgoPlain || algo == tacoAlgoStaged || algoUnavailable(algo, in) != nullptr) continue;
+    std::string why;
+    for (size_t count : {smallCount, largeCount}) {
+      bool gaveUp = false;
+      if (!peerFailed) why = check(x, algo, count, &gaveUp);
+      else why = std::string(algoName(algo)) + ": not run: a peer-memory kernel gave up waiting earlier";
+      TACO_CHECK(gatherRows(x, {why.empty() ? 0.0f : 1.0f, gaveUp ? 1.0f : 0.0f}, &rows));
+      const std::vector<float> agreed = combineMax(rows);
+      peerFailed = peerFailed || agreed[1] != 0;
+      if (agreed[0] == 0) continue;
+      if (why.empty()) why = std::string(algoName(algo)) + " at " + std::to_string(count) +
+                             " elements: failed its check on another rank";
+      demoted |= 1u << c;
+      TACO_WARN("tune: %s is demoted on this communicator: %s", algoName(algo), why.c_str());
+      *notes += (notes->empty() ? "" : "; ") + why;
+      break;
+    }
+  }
+  if (peerFailed)  // every peer-memory algorithm, checked or not: their epochs no longer agree
+    for (int c = 0; c < kNumCandidates; ++c)
+      if (isPeerAlgo(candidateAlgo(c)) && algoUnavailable(candidateAlgo(c), in) == nullptr) demoted |= 1u << c;
+
+  // 3. Time every candidate left, at every bucket. The calls per run come from the slowest rank's
+  // probe, so that every rank makes the same number of calls.
+  std::vector<float> flat(tuneLayoutSize(buckets.size()), kNoTime);
+  for (int c = 0; c < kNumCandidates; ++c)
+    flat[buckets.size() * kNumCandidates + (size_t)c] = (demoted >> c & 1u) ? 1.0f : 0.0f;
+  std::vector<int> timed;
+  for (int c = 0; c < kNumCandidates; ++c)
+    if (!(demoted >> c & 1u) && algoUnavailable(candidateAlgo(c), in) == nullptr) timed.push_back(c);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const size_t count = buckets[b] / x.eb;
+    std::vector<float> probe(timed.size());
+    for (size_t k = 0; k < timed.size(); ++k) TACO_CHECK(probeIt(x, candidateAlgo(timed[k]), count, &probe[k]));
+    TACO_CHECK(gatherRows(x, probe, &rows));
+    probe = combineMax(rows);
+    for (size_t k = 0; k < timed.size(); ++k)
+      TACO_CHECK(timeIt(x, candidateAlgo(timed[k]), count, probe[k], &flat[b * kNumCandidates + (size_t)timed[k]]));
+  }
+
+  // 4. Combine (max over ranks), derive, and agree on the hash.
+  TACO_CHECK(gatherRows(x, flat, &rows));
+  if (!tuneTableFrom(tuneKeyOf(x.c0, x.dtype), buckets, combineMax(rows), table))
+    return setError(tacoInternalError, "%s : the tuner's rows do not make a table", x.op);
+  std::vector<float> hashWords(4);
+  for (int k = 0; k < 4; ++k) hashWords[(size_t)k] = (float)((table->hash >> (16 * k)) & 0xffffu);  // exact in fp32
+  TACO_CHECK(gatherRows(x, hashWords, &rows));
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r] != hashWords)
+      return setError(tacoRemoteError, "%s : rank %zu derived another AllReduce table than rank %d (the ranks' "
+                      "libtaco or settings differ?)", x.op, r, x.c0->rank);
+  if (peerFailed) releasePeerMemory(x);
+  return tacoSuccess;
+}
+
+std::string choicesText(const tacoComm* c, const TuneTable& t, tacoDataType_t dtype) {
+  std::string s;
+  const size_t eb = dtypeBytes(dtype);
+  for (size_t b = 0; b < t.bytes.size(); ++b) {
+    const int model = modelAllReduceAlgo(c, t.bytes[b] / eb, dtype);
+    char one[64];
+    const size_t kb = t.bytes[b] >> 10;
+    snprintf(one, sizeof(one), "%s%zu%s %s", b ? ", " : "", kb >= 1024 ? kb >> 10 : kb, kb >= 1024 ? "M" : "K",
+             algoName(tunedChoice(t.us[b], model)));
+    s += one;
+  }
+  return s;
+}
+
+}  // namespace
+
+tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dtype, cudaStream_t stream,
+                         const char* op) {
+  if (world.empty()) return setError(tacoInternalError, "%s : no communicator to tune", op);
+  Ctx x;
+  x.world = world;
+  x.c0 = world[0];
+  x.P = x.c0->nranks;
+  x.allLocal = (int)world.size() == x.P;
+  x.dtype = dtype;
+  x.eb = dtypeBytes(dtype);
+  x.s = stream;
+  x.op = op;
+  const AlgoInputs in = algoInputs(x.c0, 1, dtype);
+  int runnable = 0;
+  for (int c = 0; c < kNumCandidates; ++c) runnable += algoUnavailable(candidateAlgo(c), in) == nullptr;
+  if (x.P < 2 || runnable < 2) {
+    TACO_INFO("tune: nothing to measure for %s (%d rank(s), %d algorithm(s) this communicator can run)",
+              tuneDtypeName(dtype), x.P, runnable);
+    return tacoSuccess;
+  }
+  GroupSuspension outside;  // the tuner's calls run now, not in the caller's group
+  const auto t0 = Clock::now();
+  TACO_CUDA_CHECK(cudaEventCreate(&x.e0));
+  TACO_CUDA_CHECK(cudaEventCreate(&x.e1));
+  TuneTable table;
+  std::string notes;
+  const tacoResult_t r = measure(x, &table, &notes);
+  (void)cudaStreamSynchronize(x.s);
+  TACO_CHECK(r);
+  TuneInstalled t;
+  t.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  t.source = "measured";
+  t.notes = notes;
+  t.table = std::make_shared<const TuneTable>(table);
+  tuneInstall(x.c0, dtype, t);
+  TACO_INFO("tune: rank %d/%d %s, codec %s: %zu sizes up to %zu bytes in %.2f s; %s", x.c0->rank, x.P,
+            tuneDtypeName(dtype), x.c0->codecSpec.c_str(), table.bytes.size(), table.bytes.back(), t.seconds,
+            choicesText(x.c0, table, dtype).c_str());
+  if (hasRank0(x)) {
+    const std::string path = tuneCachePath();
+    std::string why;
+    std::vector<int> choice;
+    for (size_t b = 0; b < table.bytes.size(); ++b)
+      choice.push_back(tunedChoice(table.us[b], modelAllReduceAlgo(x.c0, table.bytes[b] / x.eb, dtype)));
+    if (!tuneCacheStore(path, table, notes, &why, &choice)) TACO_WARN("tune: the table was not written to the cache: %s", why.c_str());
+    else TACO_INFO("tune: the table was written to %s", path.c_str());
+  }
+  return tacoSuccess;
+}
+
+tacoResult_t tuneOnFirstUse(tacoComm* c, tacoDataType_t dtype, cudaStream_t stream) {
+  const int mode = envParams().tune;
+  if (mode == kTuneOff || c->config.algo != tacoAlgoAuto || c->nranks < 2) return tacoSuccess;
+  if (!tuneFirstUsePending(c, dtype) || streamCapturing(stream)) return tacoSuccess;
+  if (!tuneClaimFirstUse(c, dtype)) return tacoSuccess;
+  if (mode == kTuneAuto && tuneTableOf(c, dtype) != nullptr) return tacoSuccess;
+  const std::vector<tacoComm*> world = tuneWorldOf(c);
+  if (world.empty()) return tacoSuccess;
+  if (tuneMeasure(world, dtype, stream, "AllReduce") != tacoSuccess)
+    TACO_WARN("tune: the AllReduce table for %s could not be measured (%s): the built-in model decides",
+              tuneDtypeName(dtype), lastError());
+  return tacoSuccess;
+}
+
+namespace {
+tacoResult_t checkMayMeasure(cudaStream_t stream, const char* op) {
+  if (groupDepth() > 0)
+    return setError(tacoInvalidUsage, "%s : called inside tacoGroupStart/tacoGroupEnd; measuring runs collectives "
+                    "of its own: call it outside any group", op);
+  if (streamCapturing(stream))
+    return setError(tacoInvalidUsage, "%s : the stream is capturing a CUDA graph; measure before the capture "
+                    "(the captured calls then use the table)", op);
+  return tacoSuccess;
+}
+}  // namespace
+
+tacoResult_t tuneCommunicator(tacoComm* c, tacoDataType_t dtype, cudaStream_t stream, const char* op) {
+  if (loopbackWorldOf(c->transport) != nullptr && c->nranks > 1)
+    return setError(tacoInvalidUsage, "%s : comm is rank %d of a loopback world of %d ranks, which are measured "
+                    "together: call tacoCommTuneLoopback with every rank", op, c->rank, c->nranks);
+  TACO_CHECK(checkMayMeasure(stream, op));
+  return tuneMeasure({c}, dtype, stream, op);
+}
+
+tacoResult_t tuneLoopback(tacoComm* const* comms, int n, tacoDataType_t dtype, cudaStream_t stream, const char* op) {
+  const void* world = loopbackWorldOf(comms[0]->transport);
+  if (world == nullptr)
+    return setError(tacoInvalidArgument, "%s : comms[0] is not a loopback communicator (use tacoCommTune)", op);
+  if (n != comms[0]->nranks)
+    return setError(tacoInvalidArgument, "%s : nranks %d is not the world's %d ranks: pass every rank", op, n,
+                    comms[0]->nranks);
+  for (int r = 0; r < n; ++r) {
+    if (loopbackWorldOf(comms[r]->transport) != world)
+      return setError(tacoInvalidArgument, "%s : comms[%d] belongs to another loopback world than comms[0]", op, r);
+    if (comms[r]->rank != r)
+      return setError(tacoInvalidArgument, "%s : comms[%d] is rank %d: pass the world's ranks in rank order", op, r,
+                      comms[r]->rank);
+  }
+  TACO_CHECK(checkMayMeasure(stream, op));
+  return tuneMeasure(std::vector<tacoComm*>(comms, comms + n), dtype, stream, op);
+}
+
+std::string tuneReport(const tacoComm* c, tacoDataType_t dtype) {
+  const TuneInstalled t = tuneInstalledOf(c, dtype);
+  if (t.table == nullptr) return "";
+  const TuneTable& tb = *t.table;
+  const size_t eb = dtypeBytes(dtype);
+  const AlgoInputs in0 = algoInputs(c, 1, dtype);
+  std::string model = "[", choice = "[";
+  for (size_t b = 0; b < tb.bytes.size(); ++b) {
+    const int m = modelAllReduceAlgo(c, tb.bytes[b] / eb, dtype);
+    int ch = tunedChoice(tb.us[b], m);
+    if (algoUnavailable(ch, in0) != nullptr) ch = m;
+    model += std::string(b ? ", " : "") + "\"" + algoName(m) + "\"";
+    choice += std::string(b ? ", " : "") + "\"" + algoName(ch) + "\"";
+  }
+  // Milliseconds as an integer: no locale can put a comma in it.
+  char head[160];
+  snprintf(head, sizeof(head), "{\"dtype\": \"%s\", \"source\": \"%s\", \"ms\": %lld, \"ranks\": %d, ",
+           tuneDtypeName(dtype), t.source.c_str(), (long long)std::llround(t.seconds * 1e3), c->nranks);
+  const std::string entry = tuneTableJson(tb, t.notes);  // "{...}"
+  return head + entry.substr(1, entry.size() - 2) + ", \"model\": " + model + "], \"choice\": " + choice + "]}";
+}
+
+}  // namespace taco

@@ -1,0 +1,220 @@
+#include "coll/tune_state.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "codec/codec.h"
+#include "core/check.h"
+#include "core/comm.h"
+#include "core/params.h"
+#include "transport/nccl_symmetric.h"
+#include "transport/peer_memory.h"
+#include "transport/transport.h"
+
+namespace taco {
+namespace {
+
+struct TuneState {
+  std::vector<tacoComm*> comms;  // the world, in rank order; an entry is null once destroyed
+  TuneFingerprint base;          // every field but the dtype
+  std::mutex mu;
+  TuneInstalled installed[tacoNumDataTypes];
+  bool claimed[tacoNumDataTypes] = {};
+  std::vector<std::string> text[tacoNumDataTypes];  // per rank of the world: tacoCommTuneTable's string
+};
+
+std::mutex gMu;
+std::unordered_map<const tacoComm*, std::shared_ptr<TuneState>>& registry() {
+  static auto* r = new std::unordered_map<const tacoComm*, std::shared_ptr<TuneState>>();  // never destroyed:
+  return *r;  // communicators may outlive static destruction order
+}
+
+std::shared_ptr<TuneState> stateOf(const tacoComm* c) {
+  std::lock_guard<std::mutex> lock(gMu);
+  auto it = registry().find(c);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+int rankIn(const TuneState& s, const tacoComm* c) {
+  for (size_t i = 0; i < s.comms.size(); ++i)
+    if (s.comms[i] == c) return (int)i;
+  return -1;
+}
+
+std::string codecSpecOf(tacoCodec_t codec) {
+  const CodecDesc* d = codecById(codec.id);
+  if (d == nullptr) return "?";
+  return d->blocked ? std::string(d->name) + ":block=" + std::to_string(codec.blockSize) : std::string(d->name);
+}
+
+// Every field but the dtype; collective (ranks per host) for an NCCL communicator.
+tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, c->device) == cudaSuccess) {
+    f->gpu = prop.name;
+    f->sms = prop.multiProcessorCount;
+  } else {
+    (void)cudaGetLastError();
+    f->gpu = "?";
+  }
+  f->ranks = c->nranks;
+  f->ranksPerHost = n;
+  if (!loopback) {
+    bool oneHost = false;
+    TACO_CHECK(peerHostLayout(c->transport, &f->ranksPerHost, &oneHost));
+  }
+  f->route = c->peer != nullptr ? c->peer->route : "none";
+  const NcclSymmetricApi* api = nullptr;
+  if (c->transport->ncclComm() != nullptr && ncclSymmetricApi(&api) == tacoSuccess) f->nccl = api->version;
+  f->taco = TACO_VERSION_CODE;
+  f->codec = codecSpecOf(c->codec);
+  f->chunkBytes = c->config.chunkBytes;
+  f->depth = c->depth;
+  return tacoSuccess;
+}
+
+}  // namespace
+
+const char* tuneDtypeName(tacoDataType_t dtype) {
+  switch (dtype) {
+    case tacoFloat32: return "float32";
+    case tacoFloat16: return "float16";
+    case tacoBfloat16: return "bfloat16";
+    default: return "?";
+  }
+}
+
+tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
+  auto s = std::make_shared<TuneState>();
+  s->comms.assign(comms, comms + n);
+  tacoComm* c0 = comms[0];
+  const bool collective = !loopback && c0->nranks > 1;
+  TACO_CHECK(fingerprint(c0, n, loopback, &s->base));
+  {
+    std::lock_guard<std::mutex> lock(gMu);
+    for (int i = 0; i < n; ++i) registry()[comms[i]] = s;
+  }
+  if (c0->nranks < 2) return tacoSuccess;  // nothing to choose between ranks
+  // The cached tables: every rank reads the file; a table is used only where every rank found
+  // one with the same hash (a rank whose file is damaged, or another GPU, makes none used).
+  struct Found {
+    uint64_t hash[tacoNumDataTypes];
+    int32_t has[tacoNumDataTypes];
+  } mine{};
+  TuneTable tables[tacoNumDataTypes];
+  const std::string path = tuneCachePath();
+  if (envParams().tune == kTuneAuto && !path.empty()) {
+    for (int d = 0; d < tacoNumDataTypes; ++d) {
+      const std::string key = tuneKeyOf(c0, (tacoDataType_t)d);
+      std::string why;
+      const int got = tuneCacheFind(path, key, &tables[d], &why);
+      if (got < 0) TACO_WARN("tune: the cached AllReduce table is not used: %s", why.c_str());
+      else if (got == 0) TACO_INFO("tune: no cached AllReduce table for %s: %s", tuneDtypeName((tacoDataType_t)d), why.c_str());
+      mine.has[d] = got == 1;
+      mine.hash[d] = got == 1 ? tables[d].hash : 0;
+    }
+  }
+  std::vector<Found> all(collective ? c0->nranks : 1, mine);
+  if (collective) TACO_CHECK(c0->transport->hostAllGather(&mine, all.data(), sizeof(Found)));
+  for (int d = 0; d < tacoNumDataTypes; ++d) {
+    int agree = mine.has[d];
+    for (const Found& f : all) agree &= f.has[d] && f.hash[d] == mine.hash[d];
+    if (mine.has[d] && !agree)
+      TACO_WARN("tune: the cached AllReduce table for %s is not used: the ranks' caches differ (another file, "
+                "machine or version on some rank)", tuneDtypeName((tacoDataType_t)d));
+    if (!agree) continue;
+    TuneInstalled t;
+    t.table = std::make_shared<const TuneTable>(std::move(tables[d]));
+    t.source = "cache";
+    s->installed[d] = std::move(t);
+    TACO_INFO("rank %d/%d: the cached AllReduce table for %s (%s)", c0->rank, c0->nranks,
+              tuneDtypeName((tacoDataType_t)d), path.c_str());
+  }
+  return tacoSuccess;
+}
+
+void tuneDetach(tacoComm* c) {
+  std::shared_ptr<TuneState> s;
+  {
+    std::lock_guard<std::mutex> lock(gMu);
+    auto it = registry().find(c);
+    if (it == registry().end()) return;
+    s = it->second;
+    registry().erase(it);
+  }
+  std::lock_guard<std::mutex> lock(s->mu);
+  for (tacoComm*& w : s->comms)
+    if (w == c) w = nullptr;
+}
+
+std::shared_ptr<const TuneTable> tuneTableOf(const tacoComm* c, tacoDataType_t dtype) {
+  if ((int)dtype < 0 || (int)dtype >= tacoNumDataTypes) return nullptr;
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->installed[dtype].table;
+}
+
+TuneInstalled tuneInstalledOf(const tacoComm* c, tacoDataType_t dtype) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr || (int)dtype < 0 || (int)dtype >= tacoNumDataTypes) return TuneInstalled();
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->installed[dtype];
+}
+
+std::vector<tacoComm*> tuneWorldOf(const tacoComm* c) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return {};
+  std::lock_guard<std::mutex> lock(s->mu);
+  for (tacoComm* w : s->comms)
+    if (w == nullptr) return {};
+  return s->comms;
+}
+
+std::string tuneKeyOf(const tacoComm* c, tacoDataType_t dtype) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return "";
+  TuneFingerprint f = s->base;
+  f.dtype = tuneDtypeName(dtype);
+  return tuneKey(f);
+}
+
+void tuneInstall(const tacoComm* c, tacoDataType_t dtype, TuneInstalled t) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return;
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->installed[dtype] = std::move(t);
+}
+
+bool tuneClaimFirstUse(const tacoComm* c, tacoDataType_t dtype) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return false;
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->claimed[dtype]) return false;
+  s->claimed[dtype] = true;
+  return true;
+}
+
+bool tuneFirstUsePending(const tacoComm* c, tacoDataType_t dtype) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return false;
+  std::lock_guard<std::mutex> lock(s->mu);
+  return !s->claimed[dtype];
+}
+
+const char* tuneKeepText(const tacoComm* c, tacoDataType_t dtype, std::string text) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  if (s == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(s->mu);
+  const int r = rankIn(*s, c);
+  if (r < 0) return nullptr;
+  std::vector<std::string>& texts = s->text[dtype];
+  if (texts.size() < s->comms.size()) texts.resize(s->comms.size());
+  texts[(size_t)r] = std::move(text);
+  return texts[(size_t)r].c_str();
+}
+
+}  // namespace taco
