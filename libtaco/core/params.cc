@@ -135,7 +135,7 @@ const EnvParam kParams[] = {
      "a size of at least 4K",
      [](const char* v, EnvParams* p) { return parseSize(v, &p->tuneMaxBytes) && p->tuneMaxBytes >= 4096; }},
     {"TACO_TUNE_FAULT", "",
-     "testing only: the tuner's check sees this algorithm's output corrupted on its lowest rank, so the algorithm "
+     "testing only: the tuner's check sees this algorithm's output corrupted on rank 0, so the algorithm "
      "is demoted (read at each tuning)",
      "an algorithm", [](const char* v, EnvParams*) { return *v == '\0' || parseFaultAlgo(v) > 0; }},
     {"TACO_FAULT_SKIP_RANK", "",

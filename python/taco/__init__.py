@@ -27,6 +27,7 @@ from .codec import (
 )
 from .comm import Communicator, get_unique_id, group, loopback
 from .default import allgather, allreduce, alltoall, communicator, finalize, init, reduce_scatter
+from .tuning import tune
 from . import errors as _errors
 from .errors import (
     CudaError,
@@ -53,6 +54,7 @@ __all__ = [
     "reduce_scatter",
     "allgather",
     "alltoall",
+    "tune",
     "compress",
     "decompress",
     "decompress_accumulate",

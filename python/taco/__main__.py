@@ -1,12 +1,13 @@
 """python -m taco: information and benchmarks.
 
-    python -m taco info                 library, header, NCCL, GPUs, codecs, TACO_* settings
+    python -m taco info                 library, header, NCCL, GPUs, codecs, TACO_* settings, cached tables
+    python -m taco tune [...]           measure the AllReduce table on this machine's GPUs (see tune --help)
     python -m taco bench codec [...]    codec speed vs memcpy and accuracy (see --help)
     python -m taco bench coll [...]     collectives vs plain NCCL and a DIY FP8 baseline (see --help)
     python -m taco accuracy [...]       codec error on real tensor-parallel partial sums (see --help)
     python -m taco train [...]          tensor-parallel training benchmark of the codecs (see --help)
 
-`info` is the library's own; the others run the benchmark harness, the package taco_bench,
+`info` and `tune` are the library's own; the others run the benchmark harness, the package taco_bench,
 which the library's wheel leaves out: install it from the repository with
 `pip install ./bench/python`.
 """
@@ -176,6 +177,11 @@ def info(out=sys.stdout) -> int:
     for k, v in sorted(os.environ.items()):
         if k.startswith("TACO_") and k not in known and k not in binding:
             p(f"  {k}={v}   (not a libtaco variable: misspelt?)")
+    p("")
+    from .tuning import info_lines
+
+    for line in info_lines([g["name"] for g in gpus]):
+        p(line)
     return rc
 
 
@@ -209,9 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     for words in _HARNESS:
         if tuple(argv[:len(words)]) == words:
             return _harness(words, argv[len(words):])
+    if argv[:1] == ["tune"]:
+        from .tuning import main as tune_main
+
+        return tune_main(argv[1:])
     parser = _Parser(prog="python -m taco", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", title="commands")
-    sub.add_parser("info", help="library, header, NCCL, GPUs, codecs, TACO_* settings")
+    sub.add_parser("info", help="library, header, NCCL, GPUs, codecs, TACO_* settings, cached AllReduce tables")
     bench = sub.add_parser("bench", help="benchmarks (taco_bench)")
     bsub = bench.add_subparsers(dest="benchmark", title="benchmarks")
     bsub.add_parser("codec", help="codec speed vs memcpy and accuracy (see codec --help)")
@@ -219,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("accuracy",
                    help="codec error on real tensor-parallel partial sums (taco_bench; see accuracy --help)")
     sub.add_parser("train", help="tensor-parallel training benchmark of the codecs (taco_bench; see train --help)")
+    sub.add_parser("tune", help="measure the AllReduce table on this machine's GPUs (see tune --help)")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()

@@ -215,6 +215,29 @@ class Communicator:
         check(lib.tacoCommAllReduceAlgo(h, operator.index(count), taco_dtype(dtype), algo), h)
         return _algo_name(algo[0])
 
+    def tune(self, dtype: Any, stream: Any = None) -> dict | None:
+        """Measure this communicator's AllReduce table for `dtype` now (tacoCommTune; every rank
+        calls it, outside any group): checked, timed, agreed across ranks, used by later calls
+        and cached. Returns the table (tune_table), or None where there is nothing to measure.
+        The ranks of a loopback world are measured together: taco.tune(comms, dtype)."""
+        from .tuning import tune
+
+        return tune(self, dtype, stream=stream)
+
+    def tune_table(self, dtype: Any) -> dict | None:
+        """The AllReduce table this communicator uses for `dtype` (tacoCommTuneTable), or None
+        when the built-in model decides: "bytes" (the sizes), "algos" and "us" (each algorithm's
+        time per size in microseconds, None where it cannot run), "demoted", "choice" (the
+        algorithm each size takes), "model" (what the model alone would take), "source"
+        ("measured" or "cache"), "key" (the fingerprint it is cached under). docs/tuning.md."""
+        import json
+
+        f, lib = _lib.ffi(), _lib.lib()
+        out = f.new("const char**")
+        h = self._handle()
+        check(lib.tacoCommTuneTable(h, taco_dtype(dtype), out), h)
+        return None if out[0] == f.NULL else json.loads(f.string(out[0]).decode())
+
     def async_error(self):
         """The first error that happened asynchronously on the device since creation (a
         peer-memory kernel that gave up waiting, TACO_WAIT_TIMEOUT_S, or saw an abort), as
