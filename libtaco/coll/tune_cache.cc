@@ -1,7 +1,9 @@
 #include "coll/tune_cache.h"  // tests/host/test_tune_cache.cc compiles this file directly
 
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -202,6 +204,50 @@ bool readTables(const std::string& path, std::vector<JsonValue>* tables, bool* a
   return true;
 }
 
+// The read-modify-write of tuneCacheStore, under its lock.
+bool storeLocked(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why,
+                 const std::vector<int>* choice) {
+  std::vector<JsonValue> tables;
+  bool absent = false;
+  std::string ignored;
+  if (!readTables(path, &tables, &absent, &ignored)) tables.clear();  // unreadable or damaged: replaced
+  JsonValue entry;
+  std::string perr;
+  if (!jsonParse(tuneTableJson(t, notes, choice), &entry, &perr)) {
+    *why = "internal error: a table does not serialise (" + perr + ")";
+    return false;
+  }
+  bool replaced = false;
+  for (JsonValue& e : tables) {
+    const JsonValue* k = e.get("key");
+    if (k != nullptr && k->kind == JsonValue::kString && k->text == t.key) e = entry, replaced = true;
+  }
+  if (!replaced) tables.push_back(entry);
+  std::string text = std::string("{\"format\": \"") + kFormat + "\", \"tables\": [\n";
+  for (size_t k = 0; k < tables.size(); ++k) text += (k ? ",\n  " : "  ") + jsonWrite(tables[k]);
+  text += "\n]}\n";
+  static std::atomic<unsigned> serial{0};
+  const std::string tmp = path + fmt(".tmp.%d.%u", (int)getpid(), serial.fetch_add(1));
+  FILE* f = fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    *why = "cannot write " + tmp + ": " + strerror(errno);
+    return false;
+  }
+  const bool wrote = fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool flushed = fflush(f) == 0 && fsync(fileno(f)) == 0;
+  if (fclose(f) != 0 || !wrote || !flushed) {
+    *why = "cannot write " + tmp + ": " + strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    *why = "cannot rename " + tmp + " to " + path + ": " + strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string tuneKey(const TuneFingerprint& f) {
@@ -271,46 +317,15 @@ bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::stri
     *why = "no cache file (set TACO_TUNE_FILE, XDG_CACHE_HOME or HOME)";
     return false;
   }
-  std::vector<JsonValue> tables;
-  bool absent = false;
-  std::string ignored;
-  if (!readTables(path, &tables, &absent, &ignored)) tables.clear();  // unreadable or damaged: replaced
-  JsonValue entry;
-  std::string perr;
-  if (!jsonParse(tuneTableJson(t, notes, choice), &entry, &perr)) {
-    *why = "internal error: a table does not serialise (" + perr + ")";
-    return false;
-  }
-  bool replaced = false;
-  for (JsonValue& e : tables) {
-    const JsonValue* k = e.get("key");
-    if (k != nullptr && k->kind == JsonValue::kString && k->text == t.key) e = entry, replaced = true;
-  }
-  if (!replaced) tables.push_back(entry);
-  std::string text = std::string("{\"format\": \"") + kFormat + "\", \"tables\": [\n";
-  for (size_t k = 0; k < tables.size(); ++k) text += (k ? ",\n  " : "  ") + jsonWrite(tables[k]);
-  text += "\n]}\n";
   if (!makeParent(path, why)) return false;
-  static std::atomic<unsigned> serial{0};
-  const std::string tmp = path + fmt(".tmp.%d.%u", (int)getpid(), serial.fetch_add(1));
-  FILE* f = fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    *why = "cannot write " + tmp + ": " + strerror(errno);
-    return false;
-  }
-  const bool wrote = fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool flushed = fflush(f) == 0 && fsync(fileno(f)) == 0;
-  if (fclose(f) != 0 || !wrote || !flushed) {
-    *why = "cannot write " + tmp + ": " + strerror(errno);
-    unlink(tmp.c_str());
-    return false;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    *why = "cannot rename " + tmp + " to " + path + ": " + strerror(errno);
-    unlink(tmp.c_str());
-    return false;
-  }
-  return true;
+  // Writers of this file take turns (flock on a lock file beside it), so that two jobs, or two
+  // communicators of one process, storing at once both keep their tables. Where flock is not
+  // supported the rename alone still keeps the file whole.
+  const int lockFd = open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lockFd >= 0) (void)flock(lockFd, LOCK_EX);
+  const bool ok = storeLocked(path, t, notes, why, choice);
+  if (lockFd >= 0) close(lockFd);  // releases the lock
+  return ok;
 }
 
 }  // namespace taco

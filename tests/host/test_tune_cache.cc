@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../../libtaco/coll/tune_cache.cc"
 #include "../../libtaco/coll/tune_table.cc"
@@ -203,6 +205,31 @@ int main() {
   spit(bad, "{not json");
   TEST_ASSERT(tuneCacheStore(bad, t, "", &why));
   TEST_ASSERT_EQ_INT(tuneCacheFind(bad, key, &back, &why), 1);
+
+  // ---- writers at once (threads here; jobs alike): every table survives, the file stays whole
+  {
+    const std::string shared = root + "/shared.json";
+    std::vector<TuneTable> mine;
+    for (int w = 0; w < 8; ++w) {
+      TuneFingerprint g = h200();
+      g.ranks = w + 2;
+      mine.push_back(sample(tuneKey(g)));
+    }
+    std::vector<std::thread> writers;
+    std::vector<int> stored(8, 0);
+    for (int w = 0; w < 8; ++w)
+      writers.emplace_back([&, w] {
+        std::string err;
+        for (int k = 0; k < 5; ++k) stored[(size_t)w] += tuneCacheStore(shared, mine[(size_t)w], "", &err);
+      });
+    for (std::thread& th : writers) th.join();
+    for (int w = 0; w < 8; ++w) {
+      TEST_ASSERT_EQ_INT(stored[(size_t)w], 5);
+      TuneFingerprint g = h200();
+      g.ranks = w + 2;
+      TEST_ASSERT_MSG(tuneCacheFind(shared, tuneKey(g), &back, &why) == 1, "writer %d: %s", w, why.c_str());
+    }
+  }
 
   // ---- a store into a place that cannot be written: false with the reason, nothing thrown
   spit(root + "/file", "x");
