@@ -23,6 +23,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The collective tests pin what each call runs (a forced algorithm, or the built-in model's
+# choice, against the numpy model of that algorithm). The AllReduce tuner would replace the
+# model's choices with measured ones, and write to the user's cache: it is off here unless the
+# environment says otherwise. tests/gpu/test_tune.py runs its cases in processes of their own
+# with TACO_TUNE and TACO_TUNE_FILE set (the library reads the environment once).
+os.environ.setdefault("TACO_TUNE", "off")
+
 for _package, _source in (("taco", ROOT / "python"), ("taco_bench", ROOT / "bench" / "python")):
     if importlib.util.find_spec(_package) is None:
         sys.path.insert(0, str(_source))
