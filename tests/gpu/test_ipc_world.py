@@ -2,7 +2,9 @@
 tests/gpu/ipc_world.cc forks P ranks, runs the fused, one-shot and raw one-shot kernels on the
 cuda-ipc route (every codec of the peer kernels, bf16 / fp32 / fp16, counts from 1 to 2^24 + 5,
 in and out of place), a CUDA graph replayed 50 times, and a rank that never arrives (timeout,
-abort), and checks every rank's output bit for bit against a loopback world's.
+abort), and checks every rank's output bit for bit against a loopback world's. Its tune world runs
+the AllReduce tuner (tacoCommTune) with peer memory as it comes by default (it must be cuda-ipc)
+and one algorithm made wrong on rank 0 only: every rank must demote it and hold the same table.
 
 The program is built with the tests (TACO_BUILD_TESTS, on by default) next to libtaco.so. Run on
 a GPU machine:
@@ -59,3 +61,6 @@ def test_ipc_world(P):
     assert res.returncode == 0 and not failures, "\n".join(failures[:50]) + f"\n\nexit {res.returncode}:\n{out[-20000:]}"
     assert int(summary.group(1)) == P
     assert int(summary.group(2)) > 0 and int(summary.group(3)) == 0, summary.group(0)
+    tuned = [line for line in res.stdout.splitlines() if line.startswith(f"ok    P={P} tune with the default peer memory")]
+    assert len(tuned) == 1, f"the tune world's case did not pass:\n{out[-20000:]}"
+    print(tuned[0])  # the table's hash and choices, for the record (pytest -s)
