@@ -26,6 +26,8 @@
 #include "coll/allreduce_peer.h"
 #include "coll/allreduce_run.h"
 #include "coll/group.h"
+#include "coll/peer_plan.h"
+#include "coll/peer_resize.h"
 #include "coll/peer_timeline_buffer.h"
 #include "coll/tune_cache.h"
 #include "coll/tune_state.h"
@@ -321,6 +323,90 @@ tacoResult_t timeIt(Ctx& x, int algo, size_t count, float probeUs, float* us) {
   return tacoSuccess;
 }
 
+// The fused two-shot with the larger scratch (kCandFusedLarge): a second peer memory, swapped in
+// around its calls. `other` holds whichever scratch is not the communicators' own.
+struct LargeScratch {
+  Ctx& x;
+  std::vector<PeerMemory*> other;
+  bool in = false;  // the larger scratch is the communicators' own now
+  explicit LargeScratch(Ctx& ctx) : x(ctx) {}
+  bool ready() const { return !other.empty() && other[0] != nullptr; }
+  // Swaps once every rank driven here is idle (a peer kernel must not lose its scratch mid-flight).
+  tacoResult_t swap() {
+    TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
+    for (tacoComm* c : x.world)
+      for (cudaStream_t st : c->streams) TACO_CUDA_CHECK(cudaStreamSynchronize(st));
+    for (size_t i = 0; i < x.world.size(); ++i) other[i] = peerMemorySwap(x.world[i], other[i]);
+    in = !in;
+    return tacoSuccess;
+  }
+  // Frees whichever scratch is not in use, keeping the communicators' own.
+  void release() {
+    for (tacoComm* c : x.world)
+      for (cudaStream_t st : c->streams) (void)cudaStreamSynchronize(st);
+    (void)cudaGetLastError();
+    for (PeerMemory*& pm : other) peerMemoryFree(pm), pm = nullptr;
+    other.clear();
+  }
+  ~LargeScratch() {
+    if (in) (void)swap();  // an error on the way: the communicators get their own scratch back
+    release();
+  }
+};
+
+// `algo` by `run` with the larger scratch swapped in for its duration.
+template <class Run>
+tacoResult_t withLarge(LargeScratch& large, Run run) {
+  TACO_CHECK(large.swap());
+  const tacoResult_t r = run();
+  const tacoResult_t back = large.swap();
+  return r != tacoSuccess ? r : back;
+}
+
+// The check of the fused two-shot with the larger scratch: the same bits as with the
+// communicator's own (chunking never changes a bit), on a window at each end of a call of
+// `count` elements (its first and last launch). Empty when it passes.
+std::string checkLarge(Ctx& x, LargeScratch& large, size_t count) {
+  const size_t w = std::min(count, kCheckLargeBytes / 4 / x.eb), eb = x.eb;
+  char what[256];
+  auto windows = [&](std::vector<std::vector<uint8_t>>* out) -> bool {
+    out->assign(x.world.size(), std::vector<uint8_t>(2 * w * eb));
+    for (size_t i = 0; i < x.world.size(); ++i) {
+      const char* r = static_cast<const char*>(x.recv[i]);
+      if (cudaMemcpy((*out)[i].data(), r, w * eb, cudaMemcpyDeviceToHost) != cudaSuccess ||
+          cudaMemcpy((*out)[i].data() + w * eb, r + (count - w) * eb, w * eb, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return (void)cudaGetLastError(), false;
+    }
+    return true;
+  };
+  std::vector<std::vector<uint8_t>> want, got;
+  tacoResult_t r = runOnce(x, tacoAlgoFused, count);
+  if (r == tacoSuccess && cudaStreamSynchronize(x.s) == cudaSuccess && windows(&want)) {
+    for (size_t i = 0; i < x.world.size(); ++i)
+      if (cudaMemsetAsync(x.recv[i], 0xa5, count * eb, x.s) != cudaSuccess) (void)cudaGetLastError();
+    r = withLarge(large, [&] {
+      TACO_CHECK(runOnce(x, tacoAlgoFused, count));
+      TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
+      return tacoSuccess;
+    });
+  } else if (r == tacoSuccess) {
+    r = setError(tacoUnhandledCudaError, "%s : reading the fused two-shot's output failed", x.op);
+  }
+  if (peerGaveUp(x))
+    return snprintf(what, sizeof(what), "fused-large at %zu elements: a peer-memory kernel gave up waiting", count), what;
+  if (r != tacoSuccess || !windows(&got)) {
+    snprintf(what, sizeof(what), "fused-large at %zu elements: %s", count, r != tacoSuccess ? lastError() : "reading its output failed");
+    return what;
+  }
+  for (size_t i = 0; i < x.world.size(); ++i)
+    if (got[i] != want[i]) {
+      snprintf(what, sizeof(what), "fused-large at %zu elements: rank %d's output differs from the fused two-shot's "
+               "with the communicator's scratch", count, x.world[i]->rank);
+      return what;
+    }
+  return "";
+}
+
 // After a peer-memory kernel gave up: the peer memory of every rank driven here is released
 // (its epochs no longer agree across ranks); the staged path and plain remain.
 void releasePeerMemory(Ctx& x) {
@@ -391,7 +477,8 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   bool peerFailed = false;
   for (int c = 0; c < kNumCandidates; ++c) {
     const int algo = candidateAlgo(c);
-    if (algo == tacoAlgoPlain || algo == tacoAlgoStaged || algoUnavailable(algo, in) != nullptr) continue;
+    if (algo == tacoAlgoPlain || algo == tacoAlgoStaged || c == kCandFusedLarge || algoUnavailable(algo, in) != nullptr)
+      continue;
     std::string why;
     for (size_t count : {smallCount, largeCount}) {
       bool gaveUp = false;
@@ -413,6 +500,36 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
     for (int c = 0; c < kNumCandidates; ++c)
       if (isPeerAlgo(candidateAlgo(c)) && algoUnavailable(candidateAlgo(c), in) == nullptr) demoted |= 1u << c;
 
+  // 2b. The fused two-shot with a scratch kLargeChunkFactor times larger: where the communicator's
+  // own takes several launches a call, if the route gives every rank the larger one. Everything
+  // deciding this is agreed (the sizes, the configuration, the demotions, the route's verdict).
+  LargeScratch large(x);
+  std::vector<bool> largeAt(buckets.size(), false);
+  const size_t largeChunk = kLargeChunkFactor * x.c0->config.chunkBytes;
+  if (algoUnavailable(tacoAlgoFused, in) == nullptr && !(demoted >> kCandFused & 1u) &&
+      peerScratchOf(x.c0) < peerScratchBytes(largeChunk, x.P, x.c0->codec)) {
+    size_t last = 0;
+    for (size_t b = 0; b < buckets.size(); ++b)
+      if ((largeAt[b] = peerPlan(tacoAlgoFused, x.c0->codec, buckets[b] / x.eb, x.dtype, x.P, peerScratchOf(x.c0))
+                            .nChunks > 1))
+        last = b;
+    if (largeAt[last]) {
+      TACO_CHECK(peerMemoryCreateSized(x.world, largeChunk, &large.other));
+      if (large.ready()) {
+        const std::string why = checkLarge(x, large, buckets[last] / x.eb);
+        TACO_CHECK(gatherRows(x, {why.empty() ? 0.0f : 1.0f}, &rows));
+        if (combineMax(rows)[0] != 0) {
+          const std::string said = why.empty() ? "fused-large: failed its check on another rank" : why;
+          TACO_WARN("tune: fused-large is demoted on this communicator: %s", said.c_str());
+          *notes += (notes->empty() ? "" : "; ") + said;
+          demoted |= 1u << kCandFusedLarge;
+          large.release();
+        }
+      }
+    }
+  }
+  if (!large.ready()) largeAt.assign(buckets.size(), false);
+
   // 3. Time every candidate left, at every bucket. The calls per run come from the slowest rank's
   // probe, so that every rank makes the same number of calls.
   std::vector<float> flat(tuneLayoutSize(buckets.size()), kNoTime);
@@ -420,29 +537,58 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
     flat[buckets.size() * kNumCandidates + (size_t)c] = (demoted >> c & 1u) ? 1.0f : 0.0f;
   std::vector<int> timed;
   for (int c = 0; c < kNumCandidates; ++c)
-    if (!(demoted >> c & 1u) && algoUnavailable(candidateAlgo(c), in) == nullptr) timed.push_back(c);
+    if (c != kCandFusedLarge && !(demoted >> c & 1u) && algoUnavailable(candidateAlgo(c), in) == nullptr)
+      timed.push_back(c);
   for (size_t b = 0; b < buckets.size(); ++b) {
     const size_t count = buckets[b] / x.eb;
-    std::vector<float> probe(timed.size());
-    for (size_t k = 0; k < timed.size(); ++k) TACO_CHECK(probeIt(x, candidateAlgo(timed[k]), count, &probe[k]));
+    std::vector<int> here = timed;
+    if (largeAt[b]) here.push_back(kCandFusedLarge);
+    std::vector<float> probe(here.size());
+    for (size_t k = 0; k < here.size(); ++k) {
+      const auto one = [&] { return probeIt(x, candidateAlgo(here[k]), count, &probe[k]); };
+      TACO_CHECK(here[k] == kCandFusedLarge ? withLarge(large, one) : one());
+    }
     TACO_CHECK(gatherRows(x, probe, &rows));
     probe = combineMax(rows);
-    for (size_t k = 0; k < timed.size(); ++k)
-      TACO_CHECK(timeIt(x, candidateAlgo(timed[k]), count, probe[k], &flat[b * kNumCandidates + (size_t)timed[k]]));
+    for (size_t k = 0; k < here.size(); ++k) {
+      float* at = &flat[b * kNumCandidates + (size_t)here[k]];
+      const auto one = [&] { return timeIt(x, candidateAlgo(here[k]), count, probe[k], at); };
+      TACO_CHECK(here[k] == kCandFusedLarge ? withLarge(large, one) : one());
+    }
   }
 
   // 4. Combine (max over ranks), derive, and agree on the hash.
   TACO_CHECK(gatherRows(x, flat, &rows));
   if (!tuneTableFrom(tuneKeyOf(x.c0, x.dtype), buckets, combineMax(rows), table))
     return setError(tacoInternalError, "%s : the tuner's rows do not make a table", x.op);
+  // The ranks compare the hash of the numbers (their keys may differ: a node of mixed GPUs keys its
+  // ranks' tables apart, and its ranks then find no common cached table and measure again).
+  TuneTable numbers = *table;
+  numbers.key.clear();
+  const uint64_t h = tuneHash(numbers);
   std::vector<float> hashWords(4);
-  for (int k = 0; k < 4; ++k) hashWords[(size_t)k] = (float)((table->hash >> (16 * k)) & 0xffffu);  // exact in fp32
+  for (int k = 0; k < 4; ++k) hashWords[(size_t)k] = (float)((h >> (16 * k)) & 0xffffu);  // exact in fp32
   TACO_CHECK(gatherRows(x, hashWords, &rows));
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r] != hashWords)
       return setError(tacoRemoteError, "%s : rank %zu derived another AllReduce table than rank %d (the ranks' "
                       "libtaco or settings differ?)", x.op, r, x.c0->rank);
   if (peerFailed) releasePeerMemory(x);
+  // Where the table takes the larger scratch at some size, the communicators keep it (every rank
+  // derives the same choices); otherwise it is freed with `large`.
+  if (large.ready()) {
+    size_t faster = 0;
+    for (size_t b = 0; b < table->bytes.size(); ++b)
+      faster += tunedCandidate(table->us[b], modelAllReduceAlgo(x.c0, table->bytes[b] / x.eb, x.dtype)) ==
+                kCandFusedLarge;
+    if (faster > 0) {
+      const size_t before = peerScratchOf(x.c0);
+      TACO_CHECK(large.swap());
+      large.in = false;  // kept: the communicators' scratch from now on; `other` holds the old ones
+      TACO_INFO("tune: the fused two-shot is faster with a %zu-byte scratch (chunk %zu) at %zu size(s): kept, "
+                "%zu bytes more per rank", peerScratchOf(x.c0), largeChunk, faster, peerScratchOf(x.c0) - before);
+    }
+  }
   return tacoSuccess;
 }
 
@@ -454,7 +600,7 @@ std::string choicesText(const tacoComm* c, const TuneTable& t, tacoDataType_t dt
     char one[64];
     const size_t kb = t.bytes[b] >> 10;
     snprintf(one, sizeof(one), "%s%zu%s %s", b ? ", " : "", kb >= 1024 ? kb >> 10 : kb, kb >= 1024 ? "M" : "K",
-             algoName(tunedChoice(t.us[b], model)));
+             candidateName(tunedCandidate(t.us[b], model)));
     s += one;
   }
   return s;
@@ -505,7 +651,7 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
     std::string why;
     std::vector<int> choice;
     for (size_t b = 0; b < table.bytes.size(); ++b)
-      choice.push_back(tunedChoice(table.us[b], modelAllReduceAlgo(x.c0, table.bytes[b] / x.eb, dtype)));
+      choice.push_back(tunedCandidate(table.us[b], modelAllReduceAlgo(x.c0, table.bytes[b] / x.eb, dtype)));
     if (!tuneCacheStore(path, table, notes, &why, &choice)) TACO_WARN("tune: the table was not written to the cache: %s", why.c_str());
     else TACO_INFO("tune: the table was written to %s", path.c_str());
   }
@@ -517,7 +663,8 @@ tacoResult_t tuneOnFirstUse(tacoComm* c, tacoDataType_t dtype, cudaStream_t stre
   if (mode == kTuneOff || c->config.algo != tacoAlgoAuto || c->nranks < 2) return tacoSuccess;
   if (!tuneFirstUsePending(c, dtype) || streamCapturing(stream)) return tacoSuccess;
   if (!tuneClaimFirstUse(c, dtype)) return tacoSuccess;
-  if (mode == kTuneAuto && tuneTableOf(c, dtype) != nullptr) return tacoSuccess;
+  const TuneInstalled have = tuneInstalledOf(c, dtype);
+  if (have.table != nullptr && (mode == kTuneAuto || have.source == "measured")) return tacoSuccess;
   const std::vector<tacoComm*> world = tuneWorldOf(c);
   if (world.empty()) return tacoSuccess;
   if (tuneMeasure(world, dtype, stream, "AllReduce") != tacoSuccess)
@@ -573,15 +720,18 @@ std::string tuneReport(const tacoComm* c, tacoDataType_t dtype) {
   std::string model = "[", choice = "[";
   for (size_t b = 0; b < tb.bytes.size(); ++b) {
     const int m = modelAllReduceAlgo(c, tb.bytes[b] / eb, dtype);
-    int ch = tunedChoice(tb.us[b], m);
-    if (algoUnavailable(ch, in0) != nullptr) ch = m;
+    int ch = tunedCandidate(tb.us[b], m);
+    if (ch < 0 || algoUnavailable(candidateAlgo(ch), in0) != nullptr) ch = candidateOf(m);  // as allReduceAlgo does
     model += std::string(b ? ", " : "") + "\"" + algoName(m) + "\"";
-    choice += std::string(b ? ", " : "") + "\"" + algoName(ch) + "\"";
+    choice += std::string(b ? ", " : "") + "\"" + candidateName(ch) + "\"";
   }
-  // Milliseconds as an integer: no locale can put a comma in it.
-  char head[160];
-  snprintf(head, sizeof(head), "{\"dtype\": \"%s\", \"source\": \"%s\", \"ms\": %lld, \"ranks\": %d, ",
-           tuneDtypeName(dtype), t.source.c_str(), (long long)std::llround(t.seconds * 1e3), c->nranks);
+  // Integers only: no locale can put a comma in them.
+  char head[256];
+  snprintf(head, sizeof(head),
+           "{\"dtype\": \"%s\", \"source\": \"%s\", \"ms\": %lld, \"ranks\": %d, \"scratch_bytes\": %zu, "
+           "\"large_chunk_bytes\": %zu, ",
+           tuneDtypeName(dtype), t.source.c_str(), (long long)std::llround(t.seconds * 1e3), c->nranks,
+           peerScratchOf(c), kLargeChunkFactor * c->config.chunkBytes);
   const std::string entry = tuneTableJson(tb, t.notes);  // "{...}"
   return head + entry.substr(1, entry.size() - 2) + ", \"model\": " + model + "], \"choice\": " + choice + "]}";
 }

@@ -28,8 +28,9 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
                          const char* op);
 
 // TACO_TUNE=auto|force, at each eager AllReduce: the first one of `dtype` on c's world measures,
-// unless a table is in use (auto) or `stream` is capturing a CUDA graph (then the table in use,
-// else the model, and the next eager call measures). Not with a forced algorithm (config algo).
+// unless a table is in use (auto: any; force: one measured in this process, by tacoCommTune) or
+// `stream` is capturing a CUDA graph (then the table in use, else the model, and the next eager
+// call measures). Not with a forced algorithm (config algo).
 // A failure to measure is a warning: the model decides.
 tacoResult_t tuneOnFirstUse(tacoComm* c, tacoDataType_t dtype, cudaStream_t stream);
 
@@ -42,8 +43,10 @@ tacoResult_t tuneCommunicator(tacoComm* c, tacoDataType_t dtype, cudaStream_t st
 tacoResult_t tuneLoopback(tacoComm* const* comms, int n, tacoDataType_t dtype, cudaStream_t stream, const char* op);
 
 // The table `c` uses for `dtype` as JSON (tacoCommTuneTable): the cache entry's fields and
-// "dtype", "source" ("measured" or "cache"), "ms" (how long measuring took), "ranks", "model" and "choice" (per bucket: the
-// model's algorithm and the one the table picks); "" when `c` has no table.
+// "dtype", "source" ("measured" or "cache"), "ms" (how long measuring took), "ranks",
+// "scratch_bytes" (c's peer-memory scratch per rank), "large_chunk_bytes" (the chunk of the
+// fused-large column), "model" and "choice" (per bucket: the model's algorithm and the candidate
+// the table picks); "" when `c` has no table.
 std::string tuneReport(const tacoComm* c, tacoDataType_t dtype);
 
 }  // namespace taco

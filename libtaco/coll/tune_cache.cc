@@ -121,7 +121,7 @@ bool entryTable(const JsonValue& e, TuneTable* out, std::string* why) {
   }
   std::vector<int> column;  // candidate of each column
   for (const JsonValue& a : algos->items) {
-    const int c = a.kind == JsonValue::kString ? candidateOf(algoFromName(a.text.c_str())) : -1;
+    const int c = a.kind == JsonValue::kString ? candidateByName(a.text.c_str()) : -1;
     if (c < 0) {
       *why = "unknown algorithm column " + (a.kind == JsonValue::kString ? "'" + a.text + "'" : std::string("?"));
       return false;
@@ -154,7 +154,7 @@ bool entryTable(const JsonValue& e, TuneTable* out, std::string* why) {
     t.us.push_back(r);
   }
   for (const JsonValue& d : demoted->items) {
-    const int c = d.kind == JsonValue::kString ? candidateOf(algoFromName(d.text.c_str())) : -1;
+    const int c = d.kind == JsonValue::kString ? candidateByName(d.text.c_str()) : -1;
     if (c < 0) {
       *why = "unknown demoted algorithm";
       return false;
@@ -270,7 +270,7 @@ std::string tuneTableJson(const TuneTable& t, const std::string& notes, const st
   std::string s = "{\"key\": " + jsonQuote(t.key) + ", \"bytes\": [";
   for (size_t b = 0; b < t.bytes.size(); ++b) s += (b ? ", " : "") + std::to_string(t.bytes[b]);
   s += "], \"algos\": [";
-  for (int k = 0; k < kNumCandidates; ++k) s += std::string(k ? ", " : "") + "\"" + algoName(candidateAlgo(k)) + "\"";
+  for (int k = 0; k < kNumCandidates; ++k) s += std::string(k ? ", " : "") + "\"" + candidateName(k) + "\"";
   s += "], \"us\": [";
   for (size_t b = 0; b < t.us.size(); ++b) {
     s += b ? ", [" : "[";
@@ -281,11 +281,11 @@ std::string tuneTableJson(const TuneTable& t, const std::string& notes, const st
   s += "], \"demoted\": [";
   bool first = true;
   for (int k = 0; k < kNumCandidates; ++k)
-    if (t.demoted >> k & 1u) s += std::string(first ? "" : ", ") + "\"" + algoName(candidateAlgo(k)) + "\"", first = false;
+    if (t.demoted >> k & 1u) s += std::string(first ? "" : ", ") + "\"" + candidateName(k) + "\"", first = false;
   s += "], \"notes\": " + jsonQuote(notes);
   if (choice != nullptr) {
     s += ", \"choice\": [";
-    for (size_t b = 0; b < choice->size(); ++b) s += std::string(b ? ", " : "") + "\"" + algoName((*choice)[b]) + "\"";
+    for (size_t b = 0; b < choice->size(); ++b) s += std::string(b ? ", " : "") + "\"" + candidateName((*choice)[b]) + "\"";
     s += "]";
   }
   s += ", \"hash\": " + fmt("\"%016llx\"", (unsigned long long)t.hash) + "}";

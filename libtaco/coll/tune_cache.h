@@ -4,7 +4,7 @@
 //
 //   {"format": "libtaco-tune-1",
 //    "tables": [{"key": "gpu=NVIDIA H200;sms=132;ranks=8;...", "bytes": [4096, ...],
-//                "algos": ["plain", "oneshot-raw", "oneshot", "fused", "staged"],
+//                "algos": ["plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged"],
 //                "us": [[12.5, 8.25, null, ...], ...], "demoted": ["oneshot"],
 //                "notes": "...", "choice": ["oneshot-raw", ...], "hash": "89ab..."}, ...]}
 //
@@ -44,7 +44,7 @@ std::string tuneCachePath();
 
 // One table as a JSON object (the entry format above). Kept outside the hash, for people and
 // tools that read the file: `notes` (free text: where the demotions came from) and `choice`
-// (when given: the algorithm each bucket picks on the communicator that wrote it, tacoAlgo_t).
+// (when given: the candidate each bucket picks on the communicator that wrote it).
 std::string tuneTableJson(const TuneTable& t, const std::string& notes, const std::vector<int>* choice = nullptr);
 
 // Reads the entry for `key` from the file at `path`. Returns 1 with *out set when found and

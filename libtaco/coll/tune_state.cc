@@ -6,6 +6,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "coll/allreduce_run.h"
+#include "coll/peer_plan.h"
+#include "coll/peer_resize.h"
 #include "codec/codec.h"
 #include "core/check.h"
 #include "core/comm.h"
@@ -132,6 +135,25 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
     s->installed[d] = std::move(t);
     TACO_INFO("rank %d/%d: the cached AllReduce table for %s (%s)", c0->rank, c0->nranks,
               tuneDtypeName((tacoDataType_t)d), path.c_str());
+  }
+  // A cached table that takes the fused two-shot with the larger scratch at some size: that scratch
+  // now (creating it is collective, as creation is), so those sizes run as they were measured. The
+  // tables are agreed, so every rank decides alike; a route that refuses keeps the scratch it has.
+  bool wantLarge = false;
+  for (int d = 0; d < tacoNumDataTypes; ++d) {
+    const TuneTable* t = s->installed[d].table.get();
+    for (size_t b = 0; t != nullptr && b < t->bytes.size(); ++b)
+      wantLarge |= tunedCandidate(t->us[b], modelAllReduceAlgo(c0, t->bytes[b] / dtypeBytes((tacoDataType_t)d),
+                                                                (tacoDataType_t)d)) == kCandFusedLarge;
+  }
+  const size_t largeChunk = kLargeChunkFactor * c0->config.chunkBytes;
+  if (wantLarge && c0->peer != nullptr && peerScratchOf(c0) < peerScratchBytes(largeChunk, c0->nranks, c0->codec)) {
+    std::vector<PeerMemory*> pm;
+    TACO_CHECK(peerMemoryCreateSized(s->comms, largeChunk, &pm));
+    for (size_t i = 0; i < pm.size() && pm[0] != nullptr; ++i) peerMemoryFree(peerMemorySwap(s->comms[i], pm[i]));
+    if (pm[0] != nullptr)
+      TACO_INFO("rank %d/%d: peer memory of %zu bytes (chunk %zu), as the cached table takes the fused two-shot "
+                "with it", c0->rank, c0->nranks, peerScratchOf(c0), largeChunk);
   }
   return tacoSuccess;
 }

@@ -6,8 +6,20 @@ namespace taco {
 
 int candidateAlgo(int cand) {
   static const int kAlgos[kNumCandidates] = {tacoAlgoPlain, tacoAlgoOneShotRaw, tacoAlgoOneShot, tacoAlgoFused,
-                                             tacoAlgoStaged};
+                                             tacoAlgoFused, tacoAlgoStaged};
   return cand >= 0 && cand < kNumCandidates ? kAlgos[cand] : -1;
+}
+
+const char* candidateName(int cand) {
+  static const char* const kNames[kNumCandidates] = {"plain", "oneshot-raw", "oneshot", "fused", "fused-large",
+                                                     "staged"};
+  return cand >= 0 && cand < kNumCandidates ? kNames[cand] : "?";
+}
+
+int candidateByName(const char* name) {
+  for (int c = 0; c < kNumCandidates; ++c)
+    if (strcmp(name, candidateName(c)) == 0) return c;
+  return -1;
 }
 
 int candidateOf(int algo) {
@@ -99,14 +111,19 @@ int nearestBucket(const TuneTable& t, size_t bytes) {
   return n - 1;
 }
 
-int tunedChoice(const TuneRow& r, int modelAlgo) {
+int tunedCandidate(const TuneRow& r, int modelAlgo) {
+  const int m = candidateOf(modelAlgo);
   int best = -1;
   for (int c = 0; c < kNumCandidates; ++c)
     if (!std::isinf(r[c]) && (best < 0 || r[c] < r[best])) best = c;
-  if (best < 0) return modelAlgo;
-  const int m = candidateOf(modelAlgo);
-  if (m >= 0 && !std::isinf(r[m]) && (double)r[best] > (1.0 - kTuneHysteresis) * (double)r[m]) return modelAlgo;
-  return candidateAlgo(best);
+  if (best < 0) return m;
+  if (m >= 0 && !std::isinf(r[m]) && (double)r[best] > (1.0 - kTuneHysteresis) * (double)r[m]) return m;
+  return best;
+}
+
+int tunedChoice(const TuneRow& r, int modelAlgo) {
+  const int c = tunedCandidate(r, modelAlgo);
+  return c >= 0 ? candidateAlgo(c) : modelAlgo;
 }
 
 }  // namespace taco

@@ -18,11 +18,25 @@
 
 namespace taco {
 
-// The columns of a table, in a fixed order: ties go to the earlier one (plain first).
-enum TuneCandidate { kCandPlain, kCandOneShotRaw, kCandOneShot, kCandFused, kCandStaged, kNumCandidates };
+// The columns of a table, in a fixed order: ties go to the earlier one (plain first). The fused
+// two-shot appears twice: with the scratch the communicator's chunk sizes (kCandFused), and with a
+// scratch kLargeChunkFactor times larger (kCandFusedLarge: fewer launches for calls larger than a
+// chunk, for more memory; coll/peer_resize.h). Every other candidate runs at the chunk it has.
+enum TuneCandidate {
+  kCandPlain,
+  kCandOneShotRaw,
+  kCandOneShot,
+  kCandFused,
+  kCandFusedLarge,
+  kCandStaged,
+  kNumCandidates
+};
+constexpr size_t kLargeChunkFactor = 4;
 
-int candidateAlgo(int cand);  // its tacoAlgo_t
-int candidateOf(int algo);    // the candidate running tacoAlgo_t `algo`, or -1
+int candidateAlgo(int cand);               // its tacoAlgo_t (fused for both fused columns)
+int candidateOf(int algo);                 // the candidate of tacoAlgo_t `algo` at its own chunk, or -1
+const char* candidateName(int cand);       // "plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged"
+int candidateByName(const char* name);     // or -1
 
 constexpr size_t kTuneMinBytes = 4096;  // the smallest bucket
 // A candidate replaces the model's choice only when it is at least this much faster.
@@ -63,8 +77,11 @@ uint64_t tuneHash(const TuneTable& t);
 int nearestBucket(const TuneTable& t, size_t bytes);
 
 // The choice among candidates with a time in row `r` when the model picks `modelAlgo`: the
-// model's choice, unless the fastest candidate is at least kTuneHysteresis faster than it
-// (or the model's has no time). tacoAlgo_t; `modelAlgo` when no candidate has a time.
+// model's candidate, unless the fastest candidate is at least kTuneHysteresis faster than it
+// (or the model's has no time); the model's candidate when no candidate has a time (-1 for a
+// model algorithm no candidate runs).
+int tunedCandidate(const TuneRow& r, int modelAlgo);
+// The same as a tacoAlgo_t (`modelAlgo` when nothing is measured).
 int tunedChoice(const TuneRow& r, int modelAlgo);
 
 }  // namespace taco

@@ -16,7 +16,9 @@ AllReduce of a dtype where no cached table fits; tune() measures now, and again.
     torchrun --nproc-per-node 8 -m taco tune [...]  (one GPU per rank)
 
 prints, per dtype, a table in the style of nccl-tests: the size, every algorithm's time
-(us, the slowest rank's median; "-": it cannot run here, "demoted": it failed its check),
+(us, the slowest rank's median; "-": it cannot run here, "demoted": it failed its check;
+"fused-large": the fused two-shot with a scratch four times the chunk's, measured where a call
+takes several launches with the communicator's own, and kept where the table takes it),
 the choice and its speedup over plain (the transport's uncompressed AllReduce, NCCL's);
 rank 0 writes the table to the cache (TACO_TUNE_FILE, else $XDG_CACHE_HOME/taco/tune.json
 or ~/.cache/taco/tune.json).
@@ -36,7 +38,9 @@ from .errors import check
 
 __all__ = ["tune", "cache_path", "cached_tables", "format_table", "main"]
 
-ALGO_COLUMNS = ("plain", "oneshot-raw", "oneshot", "fused", "staged")
+# The table's columns: the algorithms, the fused two-shot twice (at the communicator's chunk and
+# with a scratch four times larger, "fused-large"; both run the algorithm "fused").
+ALGO_COLUMNS = ("plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged")
 _DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
            "fp32": "float32", "float32": "float32"}
 

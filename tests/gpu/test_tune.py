@@ -101,7 +101,10 @@ _DEFAULT_VS_FORCED = """
     assert table is not None and table["source"] == "measured", table
     print(f"measured in {table['ms']} ms:", json.dumps(table["choice"]))
     cols = table["algos"]
+    # Every algorithm timed (the fused-large column runs the fused algorithm with a larger scratch:
+    # at this chunk no size takes more than one launch, so it is not measured).
     runnable = [a for i, a in enumerate(cols) if a not in table["demoted"] and any(r[i] is not None for r in table["us"])]
+    assert "fused-large" not in runnable, table
     assert len(runnable) >= 4, (runnable, table)   # plain, raw one-shot, one-shot, fused, staged on loopback
     assert not table["demoted"], table["notes"]
     forced = {a: taco.comm.loopback(P, algo=a, **cfg) for a in runnable}
@@ -141,7 +144,7 @@ _DEFAULT_VS_FORCED = """
     for b, nbytes in enumerate(table["bytes"]):
         count = nbytes // 2
         chosen = tuned[0].allreduce_algo(count, "bfloat16")
-        assert chosen == table["choice"][b], (nbytes, chosen, table["choice"][b])
+        assert chosen == table["choice"][b], (nbytes, chosen, table["choice"][b])  # never fused-large here
         # The default runs what the table says: the same bits as that algorithm forced.
         a = [o.clone() for o in allreduce(tuned, [x[:count] for x in xs])]
         f = allreduce(forced[chosen], [x[:count] for x in xs])
@@ -292,6 +295,45 @@ def test_the_cache_spares_a_second_communicator_any_timing(tmp_path):
     assert _line(out, "BEFORE") is None and _line(out, "AFTER")["source"] == "measured"
     keys = [t["key"] for t in json.loads((tmp_path / "tune.json").read_text())["tables"]]
     assert len(keys) == 2 and any("gpu=Another GPU" in k for k in keys)  # the other machine's table is kept
+
+
+# ------------------------------------------------------------------ the fused two-shot with a larger scratch
+
+_LARGE = """
+    P, codec = 4, "fp8-block"
+    cfg = dict(codec=codec, chunk_bytes=1 << 20)   # a small chunk: calls above ~1 MiB take several launches
+    tuned = taco.comm.loopback(P, **cfg)
+    before = tuned[0].workspace_bytes
+    table = taco.tune(tuned, "bfloat16")
+    col = table["algos"].index("fused-large")
+    fused = table["algos"].index("fused")
+    assert "fused-large" not in table["demoted"], table["notes"]
+    assert table["large_chunk_bytes"] == 4 << 20, table
+    # Measured exactly where the communicator's own scratch takes several launches (above 1 MiB here),
+    # and there next to the fused two-shot at its own chunk.
+    for nbytes, row in zip(table["bytes"], table["us"]):
+        assert (row[col] is not None) == (nbytes > 1 << 20), (nbytes, row)
+        assert row[fused] is not None, (nbytes, row)
+    kept = "fused-large" in table["choice"]
+    after = tuned[0].workspace_bytes
+    assert (after > before) == kept and table["scratch_bytes"] > 0, (before, after, table["choice"])
+    assert all(c.workspace_bytes == after for c in tuned)
+    for count in ((3 << 20) + 5, 1000, (1 << 22) + 777):  # several launches, one, several
+        check_against_model(tuned, codec, count, count % 97, "tuned")
+    # A second world of this configuration reads the table and takes the same scratch at creation.
+    second = taco.comm.loopback(P, **cfg)
+    t2 = second[0].tune_table("bfloat16")
+    assert t2["source"] == "cache" and t2["hash"] == table["hash"] and t2["choice"] == table["choice"], t2
+    assert second[0].workspace_bytes == after, (second[0].workspace_bytes, after)
+    check_against_model(second, codec, (3 << 20) + 5, 11, "second")
+    close(tuned), close(second)
+    print("kept" if kept else "not kept", table["choice"])
+    print("OK")
+"""
+
+
+def test_fused_two_shot_with_a_larger_scratch(tmp_path):
+    run_script(tmp_path, _LARGE, env={"TACO_TUNE": "auto", "TACO_TUNE_MAX_BYTES": "8M"})
 
 
 # ------------------------------------------------------------------ CUDA graphs

@@ -25,16 +25,23 @@ TuneTable tableOf(const std::vector<size_t>& bytes, const std::vector<TuneRow>& 
   return t;
 }
 
-TuneRow row(float plain, float raw, float one, float fused, float staged) { return TuneRow{plain, raw, one, fused, staged}; }
+TuneRow row(float plain, float raw, float one, float fused, float staged, float large = kNoTime) {
+  return TuneRow{plain, raw, one, fused, large, staged};
+}
 
 }  // namespace
 
 int main() {
   const float X = kNoTime;
   // ---- candidates and buckets
-  for (int c = 0; c < kNumCandidates; ++c) TEST_ASSERT_EQ_INT(candidateOf(candidateAlgo(c)), c);
+  for (int c = 0; c < kNumCandidates; ++c) {
+    TEST_ASSERT_EQ_INT(candidateOf(candidateAlgo(c)), c == kCandFusedLarge ? kCandFused : c);
+    TEST_ASSERT_EQ_INT(candidateByName(candidateName(c)), c);
+  }
   TEST_ASSERT_EQ_INT(candidateOf(tacoAlgoAuto), -1);
+  TEST_ASSERT_EQ_INT(candidateByName("auto"), -1);
   TEST_ASSERT_EQ_INT(candidateAlgo(kCandPlain), tacoAlgoPlain);
+  TEST_ASSERT_EQ_INT(candidateAlgo(kCandFusedLarge), tacoAlgoFused);
   const std::vector<size_t> b256 = tuneBuckets(256 * M);
   TEST_ASSERT_EQ_SIZE(b256.size(), (size_t)17);  // 4 KiB .. 256 MiB
   TEST_ASSERT_EQ_SIZE(b256.front(), (size_t)4096);
@@ -109,6 +116,16 @@ int main() {
   TEST_ASSERT_EQ_INT(tunedChoice(row(80, 50, 50, 80, 100), tacoAlgoStaged), tacoAlgoOneShotRaw);
   // a tie that includes the model's choice keeps the model's
   TEST_ASSERT_EQ_INT(tunedChoice(row(50, 50, 50, 50, 50), tacoAlgoFused), tacoAlgoFused);
+
+  // the fused two-shot with a larger scratch: a candidate of its own, running the fused algorithm;
+  // it must beat the model's fused at its own chunk by 3 % too, and ties go to the smaller scratch
+  TEST_ASSERT_EQ_INT(tunedCandidate(row(100, X, X, 80, 120, 70), tacoAlgoFused), kCandFusedLarge);
+  TEST_ASSERT_EQ_INT(tunedChoice(row(100, X, X, 80, 120, 70), tacoAlgoFused), tacoAlgoFused);
+  TEST_ASSERT_EQ_INT(tunedCandidate(row(100, X, X, 80, 120, 78), tacoAlgoFused), kCandFused);    // 2.5 %
+  TEST_ASSERT_EQ_INT(tunedCandidate(row(100, X, X, 80, 120, 80), tacoAlgoStaged), kCandFused);   // a tie
+  TEST_ASSERT_EQ_INT(tunedCandidate(row(100, X, X, X, 120, 60), tacoAlgoStaged), kCandFusedLarge);
+  TEST_ASSERT_EQ_INT(tunedCandidate(row(X, X, X, X, X), tacoAlgoOneShot), kCandOneShot);  // nothing measured
+  TEST_ASSERT_EQ_INT(tunedCandidate(row(X, X, X, X, X), tacoAlgoAuto), -1);
 
   // ---- demotion: a demoted candidate loses its times and is never chosen, on every row
   const uint32_t demoteOneShot = 1u << kCandOneShot;

@@ -18,8 +18,8 @@ TABLE = {
     "key": "gpu=NVIDIA H200;sms=132;ranks=4;per_host=4;route=loopback;nccl=0;taco=100;"
            "codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;depth=2",
     "bytes": [4096, 8192],
-    "algos": ["plain", "oneshot-raw", "oneshot", "fused", "staged"],
-    "us": [[10.0, 5.0, None, 30.0, 40.0], [12.0, 6.0, None, 8.0, 44.0]],
+    "algos": ["plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged"],
+    "us": [[10.0, 5.0, None, 30.0, None, 40.0], [12.0, 6.0, None, 8.0, 7.5, 44.0]],
     "demoted": ["oneshot"],
     "notes": "oneshot at 6149 elements: rank 0's output differs from the oracle",
     "hash": "0123456789abcdef",
@@ -125,12 +125,12 @@ def test_format_table_is_nccl_tests_style():
     lines = tuning.format_table(TABLE)
     text = "\n".join(lines)
     header = next(ln for ln in lines if "size" in ln and "choice" in ln)
-    for col in ("plain", "oneshot-raw", "oneshot", "fused", "staged", "choice", "speedup"):
+    for col in ("plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged", "choice", "speedup"):
         assert col in header
     assert "bfloat16, 4 ranks (4 per host), codec fp8-block:block=256, peer memory loopback, measured in 1.23 s" in text
     rows = [ln.split() for ln in lines if not ln.startswith("#")]
-    assert rows[0] == ["4096", "10.00", "5.00", "demoted", "30.00", "40.00", "oneshot-raw", "2.00"]
-    assert rows[1] == ["8192", "12.00", "6.00", "demoted", "8.00", "44.00", "fused", "1.50"]
+    assert rows[0] == ["4096", "10.00", "5.00", "demoted", "30.00", "-", "40.00", "oneshot-raw", "2.00"]
+    assert rows[1] == ["8192", "12.00", "6.00", "demoted", "8.00", "7.50", "44.00", "fused", "1.50"]
     assert "output differs" in lines[-1]
 
 
@@ -233,5 +233,6 @@ def test_main_dispatches_tune(capsys):
 
 
 def test_algo_columns_match_the_library():
-    # The table's columns are the library's algorithms but auto.
-    assert set(tuning.ALGO_COLUMNS) == set(comm_mod.ALGOS) - {"auto"}
+    # The table's columns are the library's algorithms but auto, and the fused two-shot with the
+    # larger scratch; the C library writes the same names (tests/host/test_tune_cache.cc).
+    assert set(tuning.ALGO_COLUMNS) - {"fused-large"} == set(comm_mod.ALGOS) - {"auto"}
