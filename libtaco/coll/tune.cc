@@ -513,7 +513,15 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
       if ((largeAt[b] = peerPlan(tacoAlgoFused, x.c0->codec, buckets[b] / x.eb, x.dtype, x.P, peerScratchOf(x.c0))
                             .nChunks > 1))
         last = b;
-    if (largeAt[last]) {
+    // Only where every rank has room for it, in half of its free memory (agreed).
+    size_t freeNow = 0, totalNow = 0;
+    if (cudaMemGetInfo(&freeNow, &totalNow) != cudaSuccess) (void)cudaGetLastError(), freeNow = 0;
+    const size_t largeBytes = peerScratchBytes(largeChunk, x.P, x.c0->codec) * x.world.size();
+    TACO_CHECK(gatherRows(x, {largeBytes > freeNow / 2 ? 1.0f : 0.0f}, &rows));
+    if (largeAt[last] && combineMax(rows)[0] != 0)
+      TACO_INFO("tune: fused-large is not measured: its scratch (%zu bytes here) does not fit in half of the free "
+                "device memory on every rank", largeBytes);
+    else if (largeAt[last]) {
       TACO_CHECK(peerMemoryCreateSized(x.world, largeChunk, &large.other));
       if (large.ready()) {
         const std::string why = checkLarge(x, large, buckets[last] / x.eb);

@@ -53,16 +53,31 @@ std::string codecSpecOf(tacoCodec_t codec) {
   return d->blocked ? std::string(d->name) + ":block=" + std::to_string(codec.blockSize) : std::string(d->name);
 }
 
+// The device's name and multiprocessors, asked once per device (cudaGetDeviceProperties is slow,
+// and communicators are created often, in tests thousands of times).
+void deviceIdentity(int device, std::string* name, int* sms) {
+  static std::mutex mu;
+  static std::unordered_map<int, std::pair<std::string, int>> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(device);
+  if (it == known.end()) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) {
+      it = known.emplace(device, std::make_pair(std::string(prop.name), prop.multiProcessorCount)).first;
+    } else {
+      (void)cudaGetLastError();
+      *name = "?";
+      *sms = 0;
+      return;
+    }
+  }
+  *name = it->second.first;
+  *sms = it->second.second;
+}
+
 // Every field but the dtype; collective (ranks per host) for an NCCL communicator.
 tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) {
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, c->device) == cudaSuccess) {
-    f->gpu = prop.name;
-    f->sms = prop.multiProcessorCount;
-  } else {
-    (void)cudaGetLastError();
-    f->gpu = "?";
-  }
+  deviceIdentity(c->device, &f->gpu, &f->sms);
   f->ranks = c->nranks;
   f->ranksPerHost = n;
   if (!loopback) {
