@@ -550,6 +550,17 @@ int main(int argc, char** argv) {
     const CollDesc& d = collDesc(coll);
     for (tacoDataType_t dt : c.o.dtypes) {
       prepareInputs(c, dt);
+      // With TACO_TUNE=auto (the library's default) a communicator measures its AllReduce table at
+      // its first eager AllReduce of a dtype: one small call per codec first, untimed, so that every
+      // row runs, and its algo column names, the table's choice.
+      if (coll == kAllReduce && c.o.algo < 0) {  // not with --algo: a forced algorithm is never tuned
+        const Shape first = d.getCounts((size_t)c.P, c.P);
+        for (int k = 0; k < (int)c.codecs.size(); ++k) {
+          int a = -1;  // a communicator that cannot run TACO_ALGO's algorithm skips its rows below
+          if (d.algo(c, k, first, dt, &a) == tacoSuccess) iterColl(c, d, first, dt, k);
+        }
+        syncAll(c);
+      }
       if (isRoot(c)) printHeader(c, coll, dt);
       for (size_t total : sizeList(c.o, d, dt, c.P)) measureSize(c, d, dt, total, &out);
     }
