@@ -79,9 +79,10 @@ def run_script(tmp_path, body, *args, env=None, timeout=600):
     """Runs PRELUDE + body in a fresh process; its stdout, stderr. It must print OK last."""
     script = tmp_path / "case.py"
     script.write_text(PRELUDE + textwrap.dedent(body))
-    full = dict(os.environ)
-    full.pop("TACO_TUNE_FAULT", None)
-    full.pop("TACO_ALGO", None)
+    # The settings each case depends on come from the case alone.
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("TACO_TUNE_FAULT", "TACO_ALGO", "TACO_PEER_MEMORY", "TACO_CODEC", "TACO_CHUNK_BYTES",
+                         "TACO_FALLBACK_BYTES", "TACO_PIPELINE_DEPTH", "TACO_FAULT_SKIP_RANK")}
     full.update({"TACO_TUNE_FILE": str(tmp_path / "tune.json")})
     full.update(env or {})
     res = subprocess.run([sys.executable, str(script), *map(str, args)], env=full, capture_output=True, text=True,
