@@ -208,7 +208,7 @@ def register_communicator(comm, name: str | None = None) -> str:
     TPGroup already has one (`comm.group_name`); this gives it one of your choosing, or
     registers an object whose class did not (a TPGroup subclass that skips TPGroup.__init__).
     Returns the name."""
-    return _register(comm, name)
+    return _register(comm, name, prefix="tp" if isinstance(comm, TPGroup) else "comm")
 
 
 def _resolve_comm(group, codec) -> Communicator:
