@@ -107,16 +107,6 @@ def _dtype_arg(dtype) -> int | None:
     return dt
 
 
-def _out_count(kind: int, n: int, P: int) -> int | None:
-    if kind == ALLGATHER:
-        return n * P
-    if kind == ALLREDUCE:
-        return n
-    if n % P:
-        return None  # the general path says why
-    return n // P if kind == REDUCE_SCATTER else n
-
-
 def _out_shape(kind: int, shape: tuple, n: int, P: int) -> tuple:
     if kind == ALLGATHER:
         return (P, *shape)
@@ -126,21 +116,15 @@ def _out_shape(kind: int, shape: tuple, n: int, P: int) -> tuple:
 
 
 def _result(kind: int, out, shape, P: int):
-    """What the collective returns: `out`, viewed with the shape the general path gives."""
-    if kind == REDUCE_SCATTER:
-        return out
-    want = (P, *shape) if kind == ALLGATHER else tuple(shape)
-    if tuple(out.shape) == want:
+    """What the collective returns for an `out` the caller gave: `out`, viewed with the shape the
+    general path gives (x's shape; (P, *x.shape) for an all-gather) when its own differs."""
+    want = (P, *shape) if kind == ALLGATHER else shape
+    if out.shape == want:
         return out
     try:
         return out.reshape(want)
     except Exception:  # noqa: BLE001 - a shape out cannot take: returned as given, like the general path
         return out
-
-
-def _count_arg(kind: int, n: int, P: int) -> int:
-    """The count argument of the C call: elements per rank block for ReduceScatter and AlltoAll."""
-    return n // P if kind in (REDUCE_SCATTER, ALLTOALL) else n
 
 
 # ------------------------------------------------------------------ torch
@@ -150,66 +134,13 @@ class _Torch:
     """What the fast path needs from torch, looked up once."""
 
     def __init__(self, torch):
-        self.torch = torch
         f32, f16, bf16, self.op_sum = _consts()
         self.dt = {torch.float32: f32, torch.float16: f16, torch.bfloat16: bf16}
         C = torch._C
         self.get_device = getattr(C, "_cuda_getDevice", None) or torch.cuda.current_device
         raw = getattr(C, "_cuda_getCurrentRawStream", None)
         self.raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
-
-
-@functools.lru_cache(maxsize=None)
-def _torch_env() -> _Torch:
-    return _Torch(sys.modules["torch"])
-
-
-def _torch_call(comm, kind, x, out, dtype, stream):
-    h = comm._h
-    if h is None:
-        return SLOW
-    dev = x.get_device()
-    if dev < 0 or not x.is_contiguous():
-        return SLOW
-    T = _torch_env()
-    dt = T.dt.get(x.dtype)
-    if dt is None or (dtype is not None and _dtype_arg(dtype) != dt):
-        return SLOW
-    if dev != T.get_device():
-        return SLOW
-    n = x.numel()
-    P = _nranks(comm) if kind != ALLREDUCE else 1
-    on = _out_count(kind, n, P)
-    if on is None:
-        return SLOW
-    if out is None:
-        if stream is not None:
-            return SLOW  # allocating on another stream: the general path orders the allocator
-        out = x.new_empty(_out_shape(kind, x.shape, n, P))
-    elif out is not x:
-        if (_handler(type(out)) is not _torch_call or out.dtype != x.dtype or out.get_device() != dev
-                or not out.is_contiguous() or out.numel() != on):
-            return SLOW
-    if stream is None:
-        s = T.raw_stream(dev)
-    else:
-        s = _stream_int(stream)
-        if s is None:
-            return SLOW
-    fn = int_functions()[kind]
-    hp = _handle_int(comm)
-    if kind <= REDUCE_SCATTER:
-        rc = fn(x.data_ptr(), out.data_ptr(), _count_arg(kind, n, P), dt, T.op_sum, hp, s)
-    else:
-        rc = fn(x.data_ptr(), out.data_ptr(), _count_arg(kind, n, P), dt, hp, s)
-    if rc:
-        from .errors import check
-
-        check(rc, h)
-    return _result(kind, out, x.shape, P)
-
-
-# ------------------------------------------------------------------ CuPy
+        self.empty_like = torch.empty_like
 
 
 class _Cupy:
@@ -229,16 +160,95 @@ class _Cupy:
         return self.dt.get(array_dtype) == dt or (array_dtype in self.raw16 and dt != self.f32)
 
 
-@functools.lru_cache(maxsize=None)
+# Made at the first call that needs them (module globals: a per-call lookup costs ~0.1 us).
+_T: _Torch | None = None
+_C: _Cupy | None = None
+_FNS: tuple | None = None
+
+
+def _torch_env() -> _Torch:
+    global _T
+    if _T is None:
+        _T = _Torch(sys.modules["torch"])
+    return _T
+
+
 def _cupy_env() -> _Cupy:
-    return _Cupy(sys.modules["cupy"])
+    global _C
+    if _C is None:
+        _C = _Cupy(sys.modules["cupy"])
+    return _C
+
+
+def _fns() -> tuple:
+    global _FNS
+    if _FNS is None:
+        _FNS = int_functions()
+    return _FNS
+
+
+def _sizes(comm, kind: int, n: int):
+    """(P, output elements, the C call's count), or None when P does not divide n."""
+    if kind == ALLREDUCE:
+        return 1, n, n
+    P = comm.__dict__.get("_fast_nranks") or _nranks(comm)
+    if kind == ALLGATHER:
+        return P, n * P, n
+    if n % P:
+        return None  # the general path says why
+    return P, (n // P if kind == REDUCE_SCATTER else n), n // P
+
+
+def _torch_call(comm, kind, x, out, dtype, stream):
+    h = comm._h
+    dev = x.get_device()
+    if h is None or dev < 0 or not x.is_contiguous():
+        return SLOW
+    T = _T or _torch_env()
+    xdt = x.dtype
+    dt = T.dt.get(xdt)
+    if dt is None or (dtype is not None and _dtype_arg(dtype) != dt) or dev != T.get_device():
+        return SLOW
+    n = x.numel()
+    sizes = _sizes(comm, kind, n)
+    if sizes is None:
+        return SLOW
+    P, on, count = sizes
+    fresh = out is None
+    if fresh:
+        if stream is not None:
+            return SLOW  # allocating on another stream: the general path orders the allocator
+        out = T.empty_like(x) if kind in (ALLREDUCE, ALLTOALL) else x.new_empty(_out_shape(kind, x.shape, n, P))
+    elif out is not x:
+        if (out.numel() != on or out.dtype is not xdt or out.get_device() != dev or not out.is_contiguous()
+                or _handler(type(out)) is not _torch_call):
+            return SLOW
+    if stream is None:
+        s = T.raw_stream(dev)
+    else:
+        s = _stream_int(stream)
+        if s is None:
+            return SLOW
+    fn = (_FNS or _fns())[kind]
+    hp = comm.__dict__.get("_fast_handle") or _handle_int(comm)
+    if kind <= REDUCE_SCATTER:
+        rc = fn(x.data_ptr(), out.data_ptr(), count, dt, T.op_sum, hp, s)
+    else:
+        rc = fn(x.data_ptr(), out.data_ptr(), count, dt, hp, s)
+    if rc:
+        from .errors import check
+
+        check(rc, h)
+    if fresh or out is x or kind == REDUCE_SCATTER:
+        return out
+    return _result(kind, out, x.shape, P)
 
 
 def _cupy_call(comm, kind, x, out, dtype, stream):
     h = comm._h
     if h is None or not x._c_contiguous:
         return SLOW
-    C = _cupy_env()
+    C = _C or _cupy_env()
     xdt = x.dtype
     if dtype is None:
         dt = C.dt.get(xdt)
@@ -253,17 +263,19 @@ def _cupy_call(comm, kind, x, out, dtype, stream):
     if dev != C.get_device():
         return SLOW
     n = x.size
-    P = _nranks(comm) if kind != ALLREDUCE else 1
-    on = _out_count(kind, n, P)
-    if on is None:
+    sizes = _sizes(comm, kind, n)
+    if sizes is None:
         return SLOW
-    if out is None:
+    P, on, count = sizes
+    fresh = out is None
+    if fresh:
         if stream is not None:
             return SLOW  # allocating on another stream: the general path orders the allocator
         out = C.empty(_out_shape(kind, x.shape, n, P), dtype=xdt if dtype is None else C.out_dtype[dt])
     elif out is not x:
-        if (_handler(type(out)) is not _cupy_call or not out._c_contiguous or out.size != on
-                or out.data.device_id != dev or not (out.dtype == xdt if dtype is None else C.holds(out.dtype, dt))):
+        if (out.size != on or not out._c_contiguous or out.data.device_id != dev
+                or not (out.dtype == xdt if dtype is None else C.holds(out.dtype, dt))
+                or _handler(type(out)) is not _cupy_call):
             return SLOW
     if stream is None:
         s = C.current_stream().ptr
@@ -271,16 +283,18 @@ def _cupy_call(comm, kind, x, out, dtype, stream):
         s = _stream_int(stream)
         if s is None:
             return SLOW
-    fn = int_functions()[kind]
-    hp = _handle_int(comm)
+    fn = (_FNS or _fns())[kind]
+    hp = comm.__dict__.get("_fast_handle") or _handle_int(comm)
     if kind <= REDUCE_SCATTER:
-        rc = fn(mp.ptr, out.data.ptr, _count_arg(kind, n, P), dt, C.op_sum, hp, s)
+        rc = fn(mp.ptr, out.data.ptr, count, dt, C.op_sum, hp, s)
     else:
-        rc = fn(mp.ptr, out.data.ptr, _count_arg(kind, n, P), dt, hp, s)
+        rc = fn(mp.ptr, out.data.ptr, count, dt, hp, s)
     if rc:
         from .errors import check
 
         check(rc, h)
+    if fresh or out is x or kind == REDUCE_SCATTER:
+        return out
     return _result(kind, out, x.shape, P)
 
 

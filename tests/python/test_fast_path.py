@@ -63,10 +63,10 @@ class Recorder:
 @pytest.fixture
 def fake(monkeypatch):
     env = types.SimpleNamespace(dt={torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}, op_sum=0,
-                                get_device=lambda: 0, raw_stream=lambda d: STREAM + d)
-    monkeypatch.setattr(_fast, "_torch_env", lambda: env)
+                                get_device=lambda: 0, raw_stream=lambda d: STREAM + d, empty_like=torch.empty_like)
+    monkeypatch.setattr(_fast, "_T", env)
     recs = [Recorder(n) for n in _fast._FUNCS]
-    monkeypatch.setattr(_fast, "int_functions", lambda: tuple(recs))
+    monkeypatch.setattr(_fast, "_FNS", tuple(recs))
     monkeypatch.setitem(_fast._KINDS, DevTensor, _fast._torch_call)
     comm = Communicator(_lib.ffi().cast("tacoComm_t", 0), "fake")
     comm._fast_handle, comm._fast_nranks = HANDLE, 4
