@@ -23,7 +23,9 @@ loop, so the launch queue never fills and blocks the host). Rows:
 
 for each codec in --codecs (the communicator's codec; at 4 KiB every codec takes the
 uncompressed path below fallback_bytes unless --fallback-bytes 0). The table is markdown;
---json writes the numbers.
+--json writes the numbers. The C entry point checks both pointers with
+cudaPointerGetAttributes (TACO_CHECK_POINTERS=1, the default); running the same command with
+TACO_CHECK_POINTERS=0 shows what those checks cost.
 """
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ def main(argv=None) -> int:
     import torch.distributed as dist
 
     import taco
+    import taco._lib
     import taco.c10d
     import taco.torch as tt
     from taco import _fast
@@ -122,10 +125,11 @@ def main(argv=None) -> int:
         fns = _fast.int_functions()
         h = _fast._handle_int(comm)
         dt = taco_dtype(a.dtype)
+        op_sum = taco._lib.enum_values("tacoRedOp_t")["tacoSum"]
         s = torch.cuda.current_stream().cuda_stream
         xp, op_ = x.data_ptr(), o.data_ptr()
         cai_x, cai_o = _CAI(x, cai_typestr), _CAI(o, cai_typestr)
-        row("tacoAllReduce (cffi, C entry alone)", codec, lambda: fns[0](xp, op_, n, dt, 0, h, s), algo)
+        row("tacoAllReduce (cffi, C entry alone)", codec, lambda: fns[0](xp, op_, n, dt, op_sum, h, s), algo)
         row("comm.allreduce(x, out=o) torch", codec, lambda: comm.allreduce(x, out=o), algo)
         row("comm.allreduce(x) torch", codec, lambda: comm.allreduce(x), algo)
         row("taco.torch.all_reduce(x) in place", codec, lambda: tt.all_reduce(x, group=comm), algo)

@@ -157,3 +157,16 @@ def test_plain_cpu_tensors_and_numpy_are_not_fast():
     c = Communicator(None, "x")
     assert _fast.call(c, _fast.ALLREDUCE, torch.ones(4), None, None, None) is _fast.SLOW
     assert _fast.call(c, _fast.ALLREDUCE, np.ones(4, np.float32), None, None, None) is _fast.SLOW
+
+
+def test_host_cost_benchmark_parses_its_arguments():
+    """bench/host_cost.py (run on a GPU machine) parses its options without a GPU."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "host_cost.py"
+    p = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "--codecs" in p.stdout and "--iters" in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, str(script), "--count", "0"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--count, --iters and --reps must be >= 1" in p.stderr
