@@ -25,7 +25,7 @@ from . import _lib
 
 SLOW = object()  # "not handled here": the caller takes the general path
 
-# collective kinds: (C function, whether it takes a tacoRedOp_t)
+# collective kinds, indexing _FUNCS; the first two take a tacoRedOp_t
 ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL = 0, 1, 2, 3
 _FUNCS = ("tacoAllReduce", "tacoReduceScatter", "tacoAllGather", "tacoAlltoAll")
 
@@ -90,6 +90,8 @@ _DTYPE_ARGS: dict = {}
 
 def _dtype_arg(dtype) -> int | None:
     """The tacoDataType_t of a `dtype=` argument, None when it names no taco dtype."""
+    if isinstance(dtype, bool):  # True == 1 as a dict key: never confuse it with tacoDataType_t 1
+        return None
     try:
         return _DTYPE_ARGS[dtype]
     except KeyError:
