@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import torch
 
-from . import comm as _comm
+from . import _fast, comm as _comm
 
 LIB = torch.library.Library("taco", "DEF")
 
@@ -112,8 +112,9 @@ def _communicator(name: str, op: str, group_size: int | None = None):
     if not hasattr(obj, "allreduce"):
         raise ValueError(f"taco::{op}: {name!r} names a {type(obj).__name__}, not a communicator "
                          f"(all_reduce_local takes groups)")
-    if group_size is not None and obj.size != group_size:
-        raise ValueError(f"taco::{op}: group_size is {group_size} but communicator {name!r} has {obj.size} ranks")
+    if group_size is not None and _fast._nranks(obj) != group_size:
+        raise ValueError(f"taco::{op}: group_size is {group_size} but communicator {name!r} has "
+                         f"{_fast._nranks(obj)} ranks")
     return obj
 
 
@@ -126,7 +127,11 @@ def _local_group(name: str, op: str):
 
 
 def _contiguous_out(t: torch.Tensor, shape=None) -> torch.Tensor:
-    return t.new_empty(t.shape if shape is None else shape)
+    """A new tensor of t's dtype and device, contiguous, of t's shape or `shape` (the fake
+    implementations make the same, so their strides agree)."""
+    if shape is None:
+        return torch.empty_like(t, memory_format=torch.contiguous_format)
+    return t.new_empty(shape)
 
 
 # ------------------------------------------------------------------ implementations
@@ -139,7 +144,7 @@ def _all_reduce(input, reduce_op, comm):
     out = _contiguous_out(x)
     c.allreduce(x, out=out)
     if avg:
-        out.div_(c.size)
+        out.div_(_fast._nranks(c))
     return out
 
 
@@ -149,12 +154,12 @@ def _all_reduce_(input, reduce_op, comm):
     if input.is_contiguous():
         c.allreduce(input, out=input)
         if avg:
-            input.div_(c.size)
+            input.div_(_fast._nranks(c))
     else:
         tmp = input.contiguous()
         c.allreduce(tmp, out=tmp)
         if avg:
-            tmp.div_(c.size)
+            tmp.div_(_fast._nranks(c))
         input.copy_(tmp)
 
 
@@ -191,7 +196,7 @@ def _into(out, fn, avg_by=None):
 def _reduce_scatter_into(out, input, reduce_op, comm):
     avg = _reduce_op(reduce_op, "reduce_scatter_into")
     c = _communicator(comm, "reduce_scatter_into")
-    P = c.size
+    P = _fast._nranks(c)
     _check_blocks(input, P, "reduce_scatter_into")
     _check_out(out, input, _rs_shape(input, P), "reduce_scatter_into")
     x = input.contiguous()
@@ -209,8 +214,9 @@ def _all_gather(input, group_size, comm):
 
 def _all_gather_into(out, input, comm):
     c = _communicator(comm, "all_gather_into")
-    _check_blocks(input, c.size, "all_gather")
-    _check_out(out, input, _ag_shape(input, c.size), "all_gather_into")
+    P = _fast._nranks(c)
+    _check_blocks(input, P, "all_gather")
+    _check_out(out, input, _ag_shape(input, P), "all_gather_into")
     x = input.contiguous()
     _into(out, lambda dst: c.allgather(x, out=dst))
 
@@ -226,7 +232,7 @@ def _all_to_all(input, group_size, comm):
 
 def _all_to_all_into(out, input, comm):
     c = _communicator(comm, "all_to_all_into")
-    _check_blocks(input, c.size, "all_to_all")
+    _check_blocks(input, _fast._nranks(c), "all_to_all")
     _check_out(out, input, input.shape, "all_to_all_into")
     x = input.contiguous()
     _into(out, lambda dst: c.alltoall(x, out=dst))
@@ -278,7 +284,7 @@ _IMPLS = {
 def _fake_all_reduce(input, reduce_op, comm):
     _reduce_op(reduce_op, "all_reduce")
     _check_input(input, "all_reduce")
-    return input.new_empty(input.shape)
+    return _contiguous_out(input)
 
 
 def _fake_all_reduce_(input, reduce_op, comm):
@@ -311,13 +317,13 @@ def _fake_all_gather(input, group_size, comm):
 def _fake_all_to_all(input, group_size, comm):
     _check_input(input, "all_to_all")
     _check_blocks(input, group_size, "all_to_all")
-    return input.new_empty(input.shape)
+    return _contiguous_out(input)
 
 
 def _fake_all_reduce_local(inputs, reduce_op, group):
     _reduce_op(reduce_op, "all_reduce_local")
     _check_local(inputs, "all_reduce_local", dtypes=True)
-    return [t.new_empty(t.shape) for t in inputs]
+    return [_contiguous_out(t) for t in inputs]
 
 
 _FAKES = {
