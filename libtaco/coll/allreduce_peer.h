@@ -16,8 +16,8 @@ namespace taco {
 // Builds and submits a peer-memory AllReduce (algo chosen by allReduceAlgo()).
 tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo);
 
-// Executor hook: the same kStepPeer step of every rank driven from this thread (one
-// for NCCL, every rank of a loopback world).
+// What the schedule's kStepLaunch steps run (a StepLaunch): the same step of every rank
+// driven from this thread (one for NCCL, every rank of a loopback world).
 tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector<const Step*>& steps);
 
 // Creates the communicator's peer memory where a route is open (none is not an error).
