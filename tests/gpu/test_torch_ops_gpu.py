@@ -109,6 +109,40 @@ def test_fast_path_matches_the_general_path_bit_for_bit(torch, dtype):
             c.close()
 
 
+def test_fast_path_never_reaches_the_general_path(torch, cp, monkeypatch):
+    """torch tensors and CuPy arrays, with and without `out`, in place, every collective: no call
+    goes through _arrays.describe / alloc (the DLPack, CAI and allocation machinery)."""
+    import taco
+    import taco.comm
+
+    def refuse(*a, **k):
+        raise AssertionError("the general path was taken")
+
+    comm = taco.loopback(1, codec="taco", fallback_bytes=0)[0]
+    try:
+        monkeypatch.setattr(taco.comm, "describe", refuse)
+        monkeypatch.setattr(taco.comm, "alloc", refuse)
+        xt = torch.randn(4096, device="cuda").to(torch.bfloat16)
+        xc = cp.asarray(torch.randn(4096).numpy())
+        xb = cp.zeros(4096, dtype=cp.uint16)
+        for kind in ("allreduce", "reduce_scatter", "allgather", "alltoall"):
+            fn = getattr(comm, kind)
+            fn(xt)
+            fn(xt, out=torch.empty_like(xt))
+            fn(xc)
+            fn(xc, out=cp.empty_like(xc))
+            fn(xb, dtype="bfloat16")
+            fn(xt, out=torch.empty_like(xt), stream=torch.cuda.current_stream())
+        comm.allreduce(xt, out=xt)
+        comm.allreduce(xc, out=xc)
+        torch.cuda.synchronize()
+        monkeypatch.undo()
+        with pytest.raises(taco.InvalidArgumentError, match="out has 4095 elements, expected 4096"):
+            comm.allreduce(xt, out=torch.empty(4095, device="cuda", dtype=torch.bfloat16))  # the general path's check
+    finally:
+        comm.close()
+
+
 def test_fast_path_propagates_nan_and_inf(torch):
     import taco
 
