@@ -104,18 +104,18 @@ def _config_dict(cfg) -> dict:
     }
 
 
-# Names -> communicators (and other objects with a `name`, such as taco.torch.TPGroup), so that
-# code which can only carry a string, a torch custom op for one (torch.ops.taco.*), can find
-# them. Weak: a name does not keep its object alive.
+# Names -> communicators (and taco.torch.TPGroups), so that code which can carry only a string,
+# such as a torch operator (torch.ops.taco.*), can find them. Weak: a name does not keep its
+# object alive.
 _names: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
 _name_ids = itertools.count()
 
 
 def register(obj: Any, name: str | None = None, *, prefix: str = "comm") -> str:
     """Give `obj` (a Communicator, or a taco.torch.TPGroup) the name `name`, or when None its
-    current name or a new one `<prefix>-<n>`; sets `obj.group_name` and returns it. Every Communicator is
-    registered when it is created. A name held by another object that is not closed
-    raises InvalidArgumentError."""
+    current name or a new one `<prefix>-<n>`; sets `obj.group_name` and returns it. Every
+    Communicator and TPGroup is registered when it is created. A name held by another object
+    that is not closed raises InvalidArgumentError."""
     if name is None:
         current = getattr(obj, "group_name", "")
         if current and _names.get(current) is obj:
