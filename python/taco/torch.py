@@ -317,6 +317,13 @@ def _as_tp(tp) -> TPGroup:
                     f"got {type(tp).__name__}")
 
 
+def _name_of(tp: TPGroup) -> str:
+    """The TPGroup's registered name (named at creation; a subclass that skips TPGroup.__init__
+    is named here, on first use)."""
+    name = getattr(tp, "group_name", "")
+    return name if name else _register(tp, prefix="tp")
+
+
 def _allreduce_new(group: str, xs: Sequence[torch.Tensor]) -> list:
     """Out-of-place sum over the TP ranks of the TPGroup named `group`: torch.ops.taco.all_reduce_local
     (new outputs from torch's allocator; one launch for every local rank)."""
@@ -380,11 +387,11 @@ def copy_to_tp_region(x, tp) -> list:
     tensor per local rank."""
     tp = _as_tp(tp)
     if isinstance(x, torch.Tensor):
-        return list(_CopyToTP.apply(tp.group_name, tp.num_local, True, x))
+        return list(_CopyToTP.apply(_name_of(tp), tp.num_local, True, x))
     xs = list(x)
     if len(xs) != tp.num_local:
         raise ValueError(f"copy_to_tp_region: {len(xs)} tensors for {tp.num_local} local ranks")
-    return list(_CopyToTP.apply(tp.group_name, tp.num_local, False, *xs))
+    return list(_CopyToTP.apply(_name_of(tp), tp.num_local, False, *xs))
 
 
 def reduce_from_tp_region(xs, tp, *, replicated: bool = True):
@@ -399,7 +406,7 @@ def reduce_from_tp_region(xs, tp, *, replicated: bool = True):
     xs = [xs] if isinstance(xs, torch.Tensor) else list(xs)
     if len(xs) != tp.num_local:
         raise ValueError(f"reduce_from_tp_region: {len(xs)} tensors for {tp.num_local} local ranks")
-    out = _ReduceFromTP.apply(tp.group_name, replicated, *xs)
+    out = _ReduceFromTP.apply(_name_of(tp), replicated, *xs)
     return out if replicated else list(out)
 
 

@@ -414,3 +414,16 @@ def test_compile_refuses_a_process_group_lookup_with_a_clear_error():
 
     with pytest.raises(Exception, match="pass group= a taco.Communicator"):
         torch.compile(f, fullgraph=True, backend="eager")(torch.ones(4))
+
+
+def test_a_tp_group_subclass_that_skips_init_is_named_on_first_use():
+    class Unnamed(ExactTP):
+        def __init__(self, P):  # neither TPGroup.__init__ nor register_communicator
+            self.comms, self.size, self.local_ranks, self.calls = [None] * P, P, list(range(P)), 0
+
+    tp = Unnamed(2)
+    assert not hasattr(tp, "group_name")
+    xs = [torch.ones(3), torch.full((3,), 2.0)]
+    y = tt.reduce_from_tp_region(xs, tp)
+    assert torch.equal(y, torch.full((3,), 3.0)) and tp.calls == 1
+    assert tp.group_name.startswith("tp-") and taco.comm.lookup(tp.group_name) is tp
