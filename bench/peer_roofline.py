@@ -14,6 +14,7 @@ scales), P ranks (reads + writes, every pass over HBM counted once):
   staged two-shot moves the fused path's bytes plus a device copy of every exchanged byte.
 
     TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py [--ranks 4] [--mbytes 256]
+    TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py --all [--algos fused,oneshot]
 """
 import argparse
 import json
@@ -77,6 +78,91 @@ def phase_rows(a, xs, outs, P, N, e, w, bw):
     return rows
 
 
+# Every codec with a block layout (the peer kernels' codecs), for --all.
+BLOCK_CODECS = ["fp8-block", "taco", "taco-e5m2", "int8-block", "int8-hadamard", "int6-hadamard", "int4-block"]
+# --all: the sizes of the targets (MiB per rank): 256 at P = 2 and 4, 64 at P = 8.
+ALL_SIZES = {2: 256, 4: 256, 8: 64}
+
+
+def bytes_model(P, N, e, w):
+    """Bytes each algorithm must move per rank (see the module docstring)."""
+    return {
+        "fused": 2 * N * e + N * w * (3 * (P - 1) + 1) / P,
+        "staged": 2 * N * e + N * w * (3 * (P - 1) + 1) / P + 2 * N * w * 2 * (P - 1) / P,
+        "oneshot": 2 * N * e + N * w * (1 + P),
+        "oneshot-raw": 2 * N * e + N * e * (1 + P),
+    }
+
+
+def memcpy_bandwidth(P, N, e, iters):
+    """Bytes read + written per second by a device copy of P inputs (P * N * e bytes)."""
+    src = torch.empty(P * N * e, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    t_copy = gpu_time(lambda: dst.copy_(src), iters)
+    return 2 * src.numel() / t_copy
+
+
+def time_algos(P, dtype, codec, algos, xs, outs, iters, bw, quiet=False):
+    """One row per algorithm spec ("fused", "fused@256" = 256 MiB chunks): its time against its roofline."""
+    tdt = getattr(torch, dtype)
+    e = torch.tensor([], dtype=tdt).element_size()
+    N = xs[0].numel()
+    w = tcodec.compressed_size(codec, N, dtype) / N
+    model = bytes_model(P, N, e, w)
+    rows = []
+    for spec in [s for s in algos if s]:
+        algo, _, chunk = spec.partition("@")
+        cfg = {"chunk_bytes": int(chunk) << 20} if chunk else {}
+        comms = taco.comm.loopback(P, codec=codec, algo=algo, fallback_bytes=0, **cfg)
+        try:
+            def once():
+                with taco.comm.group():
+                    for c, x, o in zip(comms, xs, outs):
+                        c.allreduce(x, out=o)
+            t = gpu_time(once, iters)
+        finally:
+            for c in comms:
+                c.close()
+        need = P * model[algo]
+        ratio = need / t / bw
+        rows.append({"algo": spec, "codec": codec, "dtype": dtype, "P": P, "N": N, "time_ms": t * 1e3,
+                     "bytes_moved": need, "roofline_ms": need / bw * 1e3, "of_memcpy": ratio})
+        if not quiet:
+            print(f"{spec:12s} {t * 1e3:9.3f} ms   moves {need / 1e9:7.3f} GB   roofline {need / bw * 1e3:8.3f} ms"
+                  f"   {ratio:5.3f}x memcpy bandwidth")
+    return rows
+
+
+def run_all(a):
+    """Every block codec x P in {2, 4, 8} x bf16 and fp32 x each peer algorithm, one table."""
+    rows = []
+    algos = [s for s in a.algos.split(",") if s and s != "oneshot-raw"]
+    print(f"# {torch.cuda.get_device_name()}: the fraction of the HBM roofline (bytes model above, memcpy "
+          f"measured per P and size in the same run); iters {a.iters}")
+    print(f"{'P':>2} {'MiB':>4} {'dtype':8} {'codec':14} {'algo':12} {'ms':>9} {'roofline ms':>11} {'fraction':>8}")
+    for P, mib in ALL_SIZES.items():
+        for dtype in ("bfloat16", "float32"):
+            tdt = getattr(torch, dtype)
+            e = torch.tensor([], dtype=tdt).element_size()
+            N = mib * (1 << 20) // e
+            xs = [torch.randn(N, device="cuda").to(tdt) for _ in range(P)]
+            outs = [torch.empty_like(x) for x in xs]
+            bw = memcpy_bandwidth(P, N, e, a.iters)
+            plan = [(c, algos) for c in BLOCK_CODECS] + [("none", ["oneshot-raw"])]
+            for codec, specs in plan:
+                for r in time_algos(P, dtype, codec, specs, xs, outs, a.iters, bw, quiet=True):
+                    r["memcpy_TBps"] = bw / 1e12
+                    rows.append(r)
+                    print(f"{P:2d} {mib:4d} {dtype:8} {codec:14} {r['algo']:12} {r['time_ms']:9.3f} "
+                          f"{r['roofline_ms']:11.3f} {r['of_memcpy']:8.3f}", flush=True)
+            del xs, outs
+            torch.cuda.empty_cache()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=4)
@@ -88,8 +174,13 @@ def main(argv=None):
                    help="algorithms, each optionally @chunk MiB (communicator chunkBytes), e.g. fused@256")
     p.add_argument("--phases", action="store_true",
                    help="also time each phase of the fused two-shot as the codec's own kernel on the same bytes")
+    p.add_argument("--all", action="store_true",
+                   help="every block codec x P in {2, 4, 8} (256, 256, 64 MiB per rank) x bf16 and fp32 x the "
+                        "algorithms of --algos, and the raw one-shot; one table")
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
+    if a.all:
+        return run_all(a)
     P = a.ranks
     tdt = getattr(torch, a.dtype)
     e = torch.tensor([], dtype=tdt).element_size()
@@ -97,41 +188,10 @@ def main(argv=None):
     w = tcodec.compressed_size(a.codec, N, a.dtype) / N
     xs = [torch.randn(N, device="cuda").to(tdt) for _ in range(P)]
     outs = [torch.empty_like(x) for x in xs]
-
-    # memcpy of the same total size as all ranks' traffic would be unfair to time; time a
-    # copy of P inputs (P * N * e bytes read and written) and report bandwidth.
-    src = torch.empty(P * N * e, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    t_copy = gpu_time(lambda: dst.copy_(src), a.iters)
-    bw = 2 * src.numel() / t_copy
+    bw = memcpy_bandwidth(P, N, e, a.iters)
     print(f"# {torch.cuda.get_device_name()} P={P} N={N} {a.dtype} codec={a.codec} "
           f"w={w:.4f} B/elem; memcpy {bw / 1e12:.3f} TB/s (read + write)")
-    model = {
-        "fused": 2 * N * e + N * w * (3 * (P - 1) + 1) / P,
-        "staged": 2 * N * e + N * w * (3 * (P - 1) + 1) / P + 2 * N * w * 2 * (P - 1) / P,
-        "oneshot": 2 * N * e + N * w * (1 + P),
-        "oneshot-raw": 2 * N * e + N * e * (1 + P),
-    }
-    rows = []
-    for spec in [s for s in a.algos.split(",") if s]:
-        algo, _, chunk = spec.partition("@")
-        cfg = {"chunk_bytes": int(chunk) << 20} if chunk else {}
-        comms = taco.comm.loopback(P, codec=a.codec, algo=algo, fallback_bytes=0, **cfg)
-        try:
-            def once():
-                with taco.comm.group():
-                    for c, x, o in zip(comms, xs, outs):
-                        c.allreduce(x, out=o)
-            t = gpu_time(once, a.iters)
-        finally:
-            for c in comms:
-                c.close()
-        need = P * model[algo]
-        ratio = need / t / bw
-        rows.append({"algo": spec, "time_ms": t * 1e3, "bytes_moved": need, "roofline_ms": need / bw * 1e3,
-                     "of_memcpy": ratio})
-        print(f"{spec:12s} {t * 1e3:9.3f} ms   moves {need / 1e9:7.3f} GB   roofline {need / bw * 1e3:8.3f} ms"
-              f"   {ratio:5.3f}x memcpy bandwidth")
+    rows = time_algos(P, a.dtype, a.codec, a.algos.split(","), xs, outs, a.iters, bw)
     if a.phases:
         rows += phase_rows(a, xs, outs, P, N, e, w, bw)
     by = {r["algo"]: r for r in rows}

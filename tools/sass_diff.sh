@@ -26,7 +26,8 @@ for tool in cuobjdump nvdisasm c++filt python3; do
   command -v "$tool" >/dev/null || { echo "$0: $tool not found on PATH" >&2; exit 2; }
 done
 
-repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+# The repository, only when a revision is to be built (two files need no git checkout).
+repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel 2>/dev/null || true)
 work=$(mktemp -d)
 trap 'for w in "$work"/wt-*; do [ -d "$w" ] && git -C "$repo" worktree remove --force "$w"; done; rm -rf "$work"' EXIT
 
@@ -38,6 +39,7 @@ binary() {
     return
   fi
   local rev
+  [ -n "$repo" ] || { echo "$0: $what: not a file, and no git repository to build it from" >&2; exit 2; }
   rev=$(git -C "$repo" rev-parse --verify "$what^{commit}") || { echo "$0: $what: no such file or revision" >&2; exit 2; }
   git -C "$repo" worktree add --detach "$work/wt-$tag" "$rev" >/dev/null 2>&1
   local py=()

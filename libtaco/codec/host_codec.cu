@@ -1,4 +1,4 @@
-// The CPU twin of the codec kernels (kernels.cu, device/): the same per-block math
+// The CPU twin of the codec kernels (kernels.cu.in, device/): the same per-block math
 // (block_math.h), one block at a time, in plain loops. Bit-identical to the GPU because every
 // reduction in the math is order-free and the butterflies run in the same order.
 #include <cstring>

@@ -1,9 +1,10 @@
-// The codec kernels (codec/kernels.cu) as pointers to launch: for a dtype T, a mode
+// The codec kernels (codec/kernels.cu.in) as pointers to launch: for a dtype T, a mode
 // and a code format, the kernel compiled for them (the format is a template
 // parameter of the kernels: no per-element switch). Host code, plain C++; each
-// kernel is instantiated once, in codec/kernels.cu, which is why the launchers get
-// pointers rather than the kernel templates (a __global__ template instantiated in
-// another translation unit cannot be launched without -rdc).
+// kernel is instantiated once, in the translation unit that the build makes of
+// codec/kernels.cu.in for its element type, which is why the launchers get pointers
+// rather than the kernel templates (a __global__ template instantiated in another
+// translation unit cannot be launched without -rdc).
 #pragma once
 #include "codec/device/args.h"
 

@@ -1,4 +1,4 @@
-// Launch policy of the codec kernels (codec/kernels.cu): the grid size per kernel,
+// Launch policy of the codec kernels (codec/kernels.cu.in): the grid size per kernel,
 // the kernel and its dynamic shared memory for a codec, and the four launchers that
 // codec.h exports; and the host helpers of device/args.h.
 #include <cuda_runtime.h>

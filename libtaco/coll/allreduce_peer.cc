@@ -1,5 +1,5 @@
 // Host side of the peer-memory AllReduce algorithms (coll/allreduce_peer.h): the
-// schedule (fork, one kStepPeer step per chunk on pipeline stream 0, join: calls on
+// schedule (fork, one kStepLaunch step per chunk on pipeline stream 0, join: calls on
 // one communicator run in issue order, as the epochs require), the launch of each
 // step, and the creation of peer memory with the communicator.
 #include "coll/allreduce_peer.h"
@@ -42,7 +42,8 @@ tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
   sched.steps.push_back(stepFork(a.stream));
   for (size_t ch = 0; ch < plan.nChunks; ++ch) {
     Step s;
-    s.kind = kStepPeer;
+    s.kind = kStepLaunch;
+    s.launch = runPeerSteps;
     s.stream = 0;
     s.in = a.sendbuff;
     s.y = a.recvbuff;

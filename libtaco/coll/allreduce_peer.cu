@@ -43,11 +43,24 @@ cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
   return e;
 }
 
+template <typename T>
+PeerKernel pickKernelFor(int algo, int fmt, bool rot) {
+  if (algo == tacoAlgoOneShotRaw) return peerKernelFor<T, kFmtRaw>(algo, rot);
+  switch (fmt) {
+    case kFmtE4M3: return peerKernelFor<T, kFmtE4M3>(algo, rot);
+    case kFmtE5M2: return peerKernelFor<T, kFmtE5M2>(algo, rot);
+    case kFmtInt8: return peerKernelFor<T, kFmtInt8>(algo, rot);
+    case kFmtInt4: return peerKernelFor<T, kFmtInt4>(algo, rot);
+    case kFmtInt6: return peerKernelFor<T, kFmtInt6>(algo, rot);
+    default: return nullptr;
+  }
+}
+
 PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype) {
   switch (dtype) {
-    case tacoFloat32: return peerKernelFor<float>(algo, fmt, rot);
-    case tacoFloat16: return peerKernelFor<__half>(algo, fmt, rot);
-    case tacoBfloat16: return peerKernelFor<__nv_bfloat16>(algo, fmt, rot);
+    case tacoFloat32: return pickKernelFor<float>(algo, fmt, rot);
+    case tacoFloat16: return pickKernelFor<__half>(algo, fmt, rot);
+    case tacoBfloat16: return pickKernelFor<__nv_bfloat16>(algo, fmt, rot);
     default: return nullptr;
   }
 }

@@ -4,7 +4,6 @@
 #include <map>
 
 #include "core/check.h"
-#include "coll/allreduce_peer.h"
 #include "coll/group.h"
 #include "coll/schedule.h"
 #include "transport/transport.h"
@@ -92,11 +91,15 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
                         "ranks issued different collectives in one group (rank %d exchanges while rank %d "
                         "runs a plain collective)",
                         progs[0]->comm->rank, progs[i]->comm->rank);
-    if (kind == kStepPeer) {  // one kernel launch for every local rank: no transport group
+    if (kind == kStepLaunch) {  // one launch for every local rank: no transport group
       std::vector<tacoComm*> comms(n);
       std::vector<const Step*> steps(n);
       for (size_t i = 0; i < n; ++i) comms[i] = progs[i]->comm, steps[i] = &progs[i]->steps[next[i]];
-      TACO_CHECK(runPeerSteps(comms, steps));
+      for (size_t i = 1; i < n; ++i)
+        if (steps[i]->launch != steps[0]->launch)
+          return setError(tacoInvalidUsage, "ranks issued different collectives in one group (ranks %d and %d)",
+                          progs[0]->comm->rank, progs[i]->comm->rank);
+      TACO_CHECK(steps[0]->launch(comms, steps));
       for (size_t i = 0; i < n; ++i) ++next[i];
       continue;
     }

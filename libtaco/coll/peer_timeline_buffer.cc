@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/allreduce_peer.h"  // peerMaxCtasPerRank
+#include "coll/peer_launch.h"  // peerMaxCtasPerRank
 #include "coll/peer_timeline.h"
 #include "core/check.h"
 #include "core/comm.h"

@@ -23,7 +23,8 @@ enum StepKind {
   kStepDecompressReduceCompress,  // out = compress(sum(decompress(inputs)) + exact), y = decompress(out)
   kStepExchange,                  // grouped send/recv (sync)
   kStepPlain,                     // plain collective on raw dtype (sync)
-  kStepPeer                       // one launch of a peer-memory AllReduce kernel (sync: every local rank at once)
+  kStepLaunch                     // step.launch(): one launch for every local rank at once (sync), e.g. a
+                                  // peer-memory AllReduce kernel
 };
 
 enum PlainKind { kPlainAllReduce, kPlainReduceScatter, kPlainAllGather, kPlainAlltoAll };
@@ -34,6 +35,11 @@ struct Xfer {
   void* buf;
   size_t bytes;
 };
+
+struct Step;
+// What a kStepLaunch step runs: the same step of every rank driven from this thread (one for
+// NCCL, every rank of a loopback world), in rank order.
+using StepLaunch = tacoResult_t (*)(const std::vector<tacoComm*>& comms, const std::vector<const Step*>& steps);
 
 struct Step {
   StepKind kind;
@@ -47,8 +53,9 @@ struct Step {
   tacoDataType_t dtype = tacoFloat32;
   AccumInputs inputs{};  // the sum steps (kStepDecompressAccumulate, kStepDecompressReduceCompress)
   PlainKind plain = kPlainAllReduce;
-  int algo = 0;      // kStepPeer: tacoAlgo_t
-  size_t chunk = 0;  // kStepPeer: which launch of the call
+  StepLaunch launch = nullptr;  // kStepLaunch
+  int algo = 0;      // kStepLaunch: tacoAlgo_t
+  size_t chunk = 0;  // kStepLaunch: which launch of the call
   std::vector<Xfer> xfers;
 };
 
@@ -58,7 +65,7 @@ struct Schedule {
 };
 
 inline bool isSyncStep(const Step& s) {
-  return s.kind == kStepExchange || s.kind == kStepPlain || s.kind == kStepPeer;
+  return s.kind == kStepExchange || s.kind == kStepPlain || s.kind == kStepLaunch;
 }
 
 // Runs the programs (one per rank, ranks of one world or NCCL communicators

@@ -13,7 +13,7 @@
 
 namespace taco {
 class Transport;   // transport/transport.h
-class PeerMemory;  // transport/peer_memory.h
+struct PeerMemory;  // transport/peer_memory.h
 struct PeerTimelineBuffer;  // coll/peer_timeline_buffer.h
 
 // tacoComm::magic of a communicator between creation and destroy, and the

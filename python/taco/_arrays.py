@@ -516,8 +516,10 @@ def alloc(like: Buf, count: int, dtype: str | None, name: str) -> Any:
             tdt = mod.uint8 if dtype is None else getattr(mod, dtype)
             with mod.cuda.stream(_torch_stream(mod, like.stream or 0, dev)):
                 return mod.empty(count, dtype=tdt, device=dev)
+        from ._cuda import cupy_stream
+
         ndt = np.uint8 if dtype is None else (np.uint16 if dtype == "bfloat16" else np.dtype(dtype))
-        with mod.cuda.Device(like.device), mod.cuda.ExternalStream(like.stream or 0, like.device):
+        with mod.cuda.Device(like.device), cupy_stream(mod, like.stream or 0, like.device):
             return mod.empty(count, dtype=ndt)
     raise _invalid(f"{name}: cannot allocate a device output without CuPy or PyTorch: pass out=")
 

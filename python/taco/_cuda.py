@@ -156,14 +156,41 @@ def stream_wait_stream(consumer: int, producer: int) -> None:
         rt.cudaEventDestroy(ev)  # deferred by CUDA until the wait has resolved
 
 
+class _StreamRef:
+    """A raw cudaStream_t offered through the CUDA stream protocol (`__cuda_stream__`)."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.ptr)
+
+
+def cupy_stream(cupy, handle: int, device: int = -1):
+    """A CuPy stream object for a raw cudaStream_t `handle` on `device` (-1: the current one).
+    Make `device` current before using it: CuPy's `Stream.from_external` does not record the
+    device. The legacy (0, 1) and per-thread (2) default streams map to CuPy's own; CuPy
+    before 14, without `from_external`, gets `ExternalStream` (deprecated since CuPy 14)."""
+    if handle in (0, 1):
+        return cupy.cuda.Stream.null
+    if handle == 2:
+        return cupy.cuda.Stream.ptds
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(_StreamRef(handle))
+    return cupy.cuda.ExternalStream(handle, device)
+
+
 def _stream_wait_via_framework(consumer: int, producer: int) -> None:
     """The same through CuPy or PyTorch, when no libcudart can be opened directly."""
     try:
         import cupy
 
         ev = cupy.cuda.Event(disable_timing=True)
-        ev.record(cupy.cuda.ExternalStream(producer))
-        cupy.cuda.ExternalStream(consumer).wait_event(ev)
+        ev.record(cupy_stream(cupy, producer))
+        cupy_stream(cupy, consumer).wait_event(ev)
         return
     except ImportError:
         pass

@@ -20,14 +20,16 @@ which), the others force one (docs/collectives.md).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import operator
+import weakref
 from typing import Any
 
-from . import _lib
+from . import _fast, _lib
 from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
 from .errors import InvalidUsageError, check, error_name_and_class
 
-__all__ = ["ALGOS", "Communicator", "get_unique_id", "loopback", "group"]
+__all__ = ["ALGOS", "Communicator", "get_unique_id", "loopback", "group", "register", "lookup"]
 
 _CONFIG_FIELDS = {
     "codec": "codec",
@@ -102,6 +104,42 @@ def _config_dict(cfg) -> dict:
     }
 
 
+# Names -> communicators (and taco.torch.TPGroups), so that code which can carry only a string,
+# such as a torch operator (torch.ops.taco.*), can find them. Weak: a name does not keep its
+# object alive.
+_names: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
+_name_ids = itertools.count()
+
+
+def register(obj: Any, name: str | None = None, *, prefix: str = "comm") -> str:
+    """Give `obj` (a Communicator, or a taco.torch.TPGroup) the name `name`, or when None its
+    current name or a new one `<prefix>-<n>`; sets `obj.group_name` and returns it. Every
+    Communicator and TPGroup is registered when it is created. A name held by another object
+    that is not closed raises InvalidArgumentError."""
+    if name is None:
+        current = getattr(obj, "group_name", "")
+        if current and _names.get(current) is obj:
+            return current
+        name = f"{prefix}-{next(_name_ids)}"
+    elif not isinstance(name, str) or not name:
+        raise TypeError(f"name: expected a non-empty string, got {name!r}")
+    other = _names.get(name)
+    if other is not None and other is not obj and not getattr(other, "closed", False):
+        raise _invalid(f"name: {name!r} is already the name of {other!r}")
+    obj.group_name = name
+    _names[name] = obj
+    return name
+
+
+def lookup(name: str) -> Any:
+    """The object registered under `name` (see register); InvalidArgumentError if none is."""
+    obj = _names.get(name) if isinstance(name, str) else None
+    if obj is None:
+        raise _invalid(f"no communicator is registered under the name {name!r} (taco.comm.register; a "
+                       f"communicator that was garbage-collected loses its name)")
+    return obj
+
+
 def get_unique_id() -> bytes:
     """A new unique id (needs NCCL): create it on one rank and send it to the others."""
     f, lib = _lib.ffi(), _lib.lib()
@@ -118,6 +156,8 @@ class Communicator:
         self._h = handle
         self._origin = _origin
         self._ended = ""  # "closed" or "aborted" once the handle is gone
+        self.group_name = ""  # the name torch.ops.taco.* take (taco.comm.register)
+        register(self, prefix=_origin or "comm")
 
     # ---------------------------------------------------------------- creation
     @classmethod
@@ -288,6 +328,9 @@ class Communicator:
     def allreduce(self, x, out=None, stream=None, dtype=None):
         """Sum of x over all ranks (compressed two-shot; bit-identical on every rank).
         `out` may be x (in place). Returns out, shaped like x where possible."""
+        r = _fast.call(self, _fast.ALLREDUCE, x, out, dtype, stream)
+        if r is not _fast.SLOW:
+            return r
         xb, ob, out, dt = self._prep(x, out, stream, "allreduce", dtype=dtype, out_count=lambda n: n)
         f, lib = _lib.ffi(), _lib.lib()
         self._call(lambda s, *a: lib.tacoAllReduce(s, f.cast("void*", ob.ptr), xb.count, dt, lib.tacoSum, *a), xb)
@@ -295,6 +338,9 @@ class Communicator:
 
     def reduce_scatter(self, x, out=None, stream=None, dtype=None):
         """Rank r gets the sum over ranks of x's r-th 1/P slice (x.size divisible by P)."""
+        r = _fast.call(self, _fast.REDUCE_SCATTER, x, out, dtype, stream)
+        if r is not _fast.SLOW:
+            return r
         P = self.size
         xb, ob, out, dt = self._prep(x, out, stream, "reduce_scatter", dtype=dtype, out_count=lambda n: n // P,
                                      split=P)
@@ -305,6 +351,9 @@ class Communicator:
 
     def allgather(self, x, out=None, stream=None, dtype=None):
         """Every rank's x, in rank order: shape (P, *x.shape) where possible."""
+        r = _fast.call(self, _fast.ALLGATHER, x, out, dtype, stream)
+        if r is not _fast.SLOW:
+            return r
         P = self.size
         xb, ob, out, dt = self._prep(x, out, stream, "allgather", dtype=dtype, out_count=lambda n: n * P)
         f, lib = _lib.ffi(), _lib.lib()
@@ -319,6 +368,9 @@ class Communicator:
 
     def alltoall(self, x, out=None, stream=None, dtype=None):
         """Block j of x (x.size / P elements) goes to rank j, landing at block r there."""
+        r = _fast.call(self, _fast.ALLTOALL, x, out, dtype, stream)
+        if r is not _fast.SLOW:
+            return r
         P = self.size
         xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n, split=P)
         f, lib = _lib.ffi(), _lib.lib()
@@ -370,7 +422,7 @@ class Communicator:
 
 def _shaped(out, like):
     shape = getattr(like, "shape", None)
-    if shape is None or not hasattr(out, "reshape") or out is like:
+    if shape is None or not hasattr(out, "reshape") or out is like or getattr(out, "shape", None) == shape:
         return out
     try:
         return out.reshape(shape)

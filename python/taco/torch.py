@@ -23,6 +23,12 @@ allocation inside libtaco, so forward and backward can be captured in a CUDA
 graph (torch.cuda.graph). The glue here allocates outputs through torch's
 caching allocator (graph-safe) and never calls .item() or synchronises.
 
+Importing this module defines the torch operators torch.ops.taco.* (python/taco/_ops.py),
+which the TP layers call, so torch.compile(fullgraph=True) traces them and CUDA graphs
+capture them, and registers the c10d backend "taco" (python/taco/c10d.py):
+dist.new_group(ranks, backend="taco") runs all_reduce, reduce_scatter_tensor and
+all_gather_into_tensor through libtaco and everything else through NCCL.
+
 torch is imported when this module is imported; `import taco` does not need it.
 """
 
@@ -38,9 +44,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .comm import Communicator, group as _taco_group, loopback as _loopback
+from . import _ops  # noqa: F401 - defines torch.ops.taco.*
+from .comm import Communicator, group as _taco_group, loopback as _loopback, lookup as _lookup, register as _register
 
 __all__ = [
+    "register_communicator",
     "communicator_from_process_group",
     "destroy_communicators",
     "all_reduce",
@@ -82,12 +90,8 @@ def _loaded_nccl_files() -> set[str]:
     return out
 
 
-def _nccl_comm_ptr(group) -> tuple[int | None, str]:
-    """(ncclComm_t address, "") of the group's NCCL backend, or (None, why not)."""
-    try:
-        backend = group._get_backend(torch.device("cuda"))
-    except Exception as e:  # noqa: BLE001 - private API: any failure means "not available"
-        return None, f"no CUDA backend on the process group ({e})"
+def _backend_comm_ptr(backend) -> tuple[int | None, str]:
+    """(ncclComm_t address, "") of a ProcessGroupNCCL backend, or (None, why not)."""
     getter = getattr(backend, "_comm_ptr", None)
     if getter is None:
         return None, f"{type(backend).__name__} has no _comm_ptr() (needs a recent PyTorch with ProcessGroupNCCL)"
@@ -108,6 +112,30 @@ def _from_unique_id(group, dist, **config) -> Communicator:
     src = dist.get_global_rank(group, 0) if group is not None and group is not dist.group.WORLD else 0
     dist.broadcast_object_list(obj, src=src, group=group)
     return Communicator.from_unique_id(obj[0], size, rank, **config)
+
+
+def _share_nccl_comm(backend, cfg: dict) -> tuple[Communicator | None, str]:
+    """(a Communicator wrapping a ProcessGroupNCCL backend's ncclComm_t, "") when exactly one
+    libnccl is loaded, else (None, why not)."""
+    ptr, why = _backend_comm_ptr(backend)
+    before = _loaded_nccl_files()
+    if ptr is not None and len(before) != 1:
+        why = (f"{len(before)} NCCL libraries are loaded ({sorted(before)}): cannot tell which one "
+               f"created the process group's communicator")
+        ptr = None
+    if ptr is None:
+        return None, why
+    if "TACO_NCCL_LIBRARY" not in os.environ:
+        os.environ["TACO_NCCL_LIBRARY"] = next(iter(before))  # in case libtaco has not opened NCCL yet
+    comm = Communicator.from_nccl(ptr, **cfg)
+    after = _loaded_nccl_files()
+    if after != before:  # libtaco opened another libnccl: that one must not touch torch's comm
+        comm.abort()
+        raise RuntimeError(f"taco.torch: libtaco loaded {sorted(after - before)} beside PyTorch's "
+                           f"{sorted(before)}; set TACO_NCCL_LIBRARY={next(iter(before))}")
+    comm.torch_path = f"shared ncclComm_t {ptr:#x} of the process group ({next(iter(before))})"
+    comm._origin = "torch-shared-nccl"
+    return comm, ""
 
 
 def communicator_from_process_group(group=None, codec: str | None = None, *, share_nccl: bool | None = None,
@@ -143,23 +171,12 @@ def communicator_from_process_group(group=None, codec: str | None = None, *, sha
         # Make sure the NCCL communicator exists (ProcessGroupNCCL creates it lazily).
         dev = torch.device("cuda", torch.cuda.current_device())
         dist.all_reduce(torch.zeros(1, device=dev), group=group)
-        ptr, why = _nccl_comm_ptr(pg)
-        before = _loaded_nccl_files()
-        if ptr is not None and len(before) != 1:
-            why = (f"{len(before)} NCCL libraries are loaded ({sorted(before)}): cannot tell which one "
-                   f"created the process group's communicator")
-            ptr = None
-        if ptr is not None:
-            if "TACO_NCCL_LIBRARY" not in os.environ:
-                os.environ["TACO_NCCL_LIBRARY"] = next(iter(before))  # in case libtaco has not opened NCCL yet
-            comm = Communicator.from_nccl(ptr, **cfg)
-            after = _loaded_nccl_files()
-            if after != before:  # libtaco opened another libnccl: that one must not touch torch's comm
-                comm.abort()
-                raise RuntimeError(f"taco.torch: libtaco loaded {sorted(after - before)} beside PyTorch's "
-                                   f"{sorted(before)}; set TACO_NCCL_LIBRARY={next(iter(before))}")
-            comm.torch_path = f"shared ncclComm_t {ptr:#x} of the process group ({next(iter(before))})"
-            comm._origin = "torch-shared-nccl"
+        try:
+            backend = pg._get_backend(torch.device("cuda"))
+        except Exception as e:  # noqa: BLE001 - private API: any failure means "not available"
+            why = f"no CUDA backend on the process group ({e})"
+        else:
+            comm, why = _share_nccl_comm(backend, cfg)
     if comm is None:
         if share_nccl:
             raise RuntimeError(f"taco.torch: cannot share the process group's NCCL communicator: {why}")
@@ -174,30 +191,53 @@ def communicator_from_process_group(group=None, codec: str | None = None, *, sha
 
 
 def destroy_communicators() -> None:
-    """Close every cached communicator (before dist.destroy_process_group)."""
+    """Close every cached communicator and the libtaco communicators of "taco" process
+    groups (before dist.destroy_process_group)."""
     with _cache_lock:
         items = list(_cache.values())
         _cache.clear()
     for _, c in items:
         c.close()
+    if _c10d is not None:
+        _c10d.close_communicators()
+
+
+def register_communicator(comm, name: str | None = None) -> str:
+    """Name `comm` (a taco.Communicator or a TPGroup) for the torch operators, which take a
+    communicator by name: torch.ops.taco.all_reduce(x, "sum", name). Every Communicator and
+    TPGroup already has one (`comm.group_name`); this gives it one of your choosing, or
+    registers an object whose class did not (a TPGroup subclass that skips TPGroup.__init__).
+    Returns the name."""
+    return _register(comm, name, prefix="tp" if isinstance(comm, TPGroup) else "comm")
 
 
 def _resolve_comm(group, codec) -> Communicator:
+    if isinstance(group, str):
+        group = _lookup(group)
     if isinstance(group, Communicator):
         return group
     if isinstance(group, TPGroup):
         if len(group.comms) != 1:
             raise ValueError("all_reduce: a loopback TPGroup has several ranks here: use TPGroup.all_reduce_")
         return group.comms[0]
+    if torch.compiler.is_compiling():
+        raise RuntimeError("taco.torch.all_reduce under torch.compile: pass group= a taco.Communicator, a TPGroup "
+                           "or a communicator's name; communicator_from_process_group(group) creates "
+                           "communicators and runs outside compiled code")
     return communicator_from_process_group(group, codec)
 
 
 def all_reduce(tensor: torch.Tensor, group=None, codec: str | None = None) -> torch.Tensor:
     """Sum `tensor` over the ranks of `group` in place (like dist.all_reduce),
     compressed with `codec`, on torch's current stream; returns `tensor`.
-    `group`: a torch process group (default: the world), or a taco.Communicator."""
+    `group`: a torch process group (default: the world), a taco.Communicator, or a
+    communicator's name. Under torch.compile this is torch.ops.taco.all_reduce_ (pass a
+    Communicator or a name there); in eager mode it calls the communicator directly,
+    skipping the dispatcher (the same libtaco call)."""
     comm = _resolve_comm(group, codec)
-    if tensor.is_contiguous():
+    if torch.compiler.is_compiling():
+        torch.ops.taco.all_reduce_(tensor, "sum", comm.group_name)
+    elif tensor.is_contiguous():
         comm.allreduce(tensor, out=tensor)
     else:
         tmp = tensor.contiguous()
@@ -223,6 +263,8 @@ class TPGroup:
         if len(self.comms) > 1 and sorted(self.local_ranks) != list(range(self.size)):
             raise ValueError(f"TPGroup: several communicators must be all {self.size} ranks of one group, "
                              f"got ranks {self.local_ranks}")
+        self.group_name = ""  # the name torch.ops.taco.all_reduce_local takes (taco.comm.register)
+        _register(self, prefix="tp")
 
     @classmethod
     def loopback(cls, n: int, codec: str | None = None, **config) -> "TPGroup":
@@ -275,12 +317,17 @@ def _as_tp(tp) -> TPGroup:
                     f"got {type(tp).__name__}")
 
 
-def _allreduce_new(tp: TPGroup, xs: Sequence[torch.Tensor]) -> list:
-    """Out-of-place sum over TP ranks (new outputs from torch's allocator)."""
-    xs = [x.contiguous() for x in xs]
-    outs = [torch.empty_like(x) for x in xs]
-    tp.all_reduce_(xs, outs)
-    return outs
+def _name_of(tp: TPGroup) -> str:
+    """The TPGroup's registered name (named at creation; a subclass that skips TPGroup.__init__
+    is named here, on first use)."""
+    name = getattr(tp, "group_name", "")
+    return name if name else _register(tp, prefix="tp")
+
+
+def _allreduce_new(group: str, xs: Sequence[torch.Tensor]) -> list:
+    """Out-of-place sum over the TP ranks of the TPGroup named `group`: torch.ops.taco.all_reduce_local
+    (new outputs from torch's allocator; one launch for every local rank)."""
+    return torch.ops.taco.all_reduce_local(list(xs), "sum", group)
 
 
 # --------------------------------------------------------------- autograd
@@ -290,25 +337,26 @@ class _CopyToTP(torch.autograd.Function):
     """Identity forward (the input is replicated on every TP rank), compressed
     AllReduce of the gradient backward. `shared`: one input tensor seen by every
     local rank (loopback: gradients are summed by the AllReduce, and every rank's
-    result is bit-identical, so the input's gradient is rank 0's)."""
+    result is bit-identical, so the input's gradient is rank 0's). `group` is the
+    TPGroup's name and `n` its number of local ranks: strings and ints, so that
+    torch.compile traces this without a Python object on ctx."""
 
     @staticmethod
-    def forward(ctx, tp, shared, *xs):
-        ctx.tp, ctx.shared = tp, shared
+    def forward(ctx, group, n, shared, *xs):
+        ctx.group, ctx.shared = group, shared
         if shared:
-            return tuple(xs[0].view_as(xs[0]) for _ in range(tp.num_local))
+            return tuple(xs[0].view_as(xs[0]) for _ in range(n))
         return tuple(x.view_as(x) for x in xs)
 
     @staticmethod
     def backward(ctx, *grads):
-        tp = ctx.tp
         if any(g is None for g in grads):  # a local rank did not use its copy: it contributes zeros
             like = next(g for g in grads if g is not None)
             grads = [torch.zeros_like(like) if g is None else g for g in grads]
-        outs = _allreduce_new(tp, grads)
+        outs = _allreduce_new(ctx.group, grads)
         if ctx.shared:
-            return (None, None, outs[0])
-        return (None, None, *outs)
+            return (None, None, None, outs[0])
+        return (None, None, None, *outs)
 
 
 class _ReduceFromTP(torch.autograd.Function):
@@ -317,9 +365,9 @@ class _ReduceFromTP(torch.autograd.Function):
     local rank (loopback: all bit-identical); its gradient flows to every partial."""
 
     @staticmethod
-    def forward(ctx, tp, shared, *xs):
+    def forward(ctx, group, shared, *xs):
         ctx.shared, ctx.n = shared, len(xs)
-        outs = _allreduce_new(tp, xs)
+        outs = _allreduce_new(group, xs)
         if shared:
             return outs[0]
         return tuple(outs)
@@ -339,11 +387,11 @@ def copy_to_tp_region(x, tp) -> list:
     tensor per local rank."""
     tp = _as_tp(tp)
     if isinstance(x, torch.Tensor):
-        return list(_CopyToTP.apply(tp, True, x))
+        return list(_CopyToTP.apply(_name_of(tp), tp.num_local, True, x))
     xs = list(x)
     if len(xs) != tp.num_local:
         raise ValueError(f"copy_to_tp_region: {len(xs)} tensors for {tp.num_local} local ranks")
-    return list(_CopyToTP.apply(tp, False, *xs))
+    return list(_CopyToTP.apply(_name_of(tp), tp.num_local, False, *xs))
 
 
 def reduce_from_tp_region(xs, tp, *, replicated: bool = True):
@@ -358,7 +406,7 @@ def reduce_from_tp_region(xs, tp, *, replicated: bool = True):
     xs = [xs] if isinstance(xs, torch.Tensor) else list(xs)
     if len(xs) != tp.num_local:
         raise ValueError(f"reduce_from_tp_region: {len(xs)} tensors for {tp.num_local} local ranks")
-    out = _ReduceFromTP.apply(tp, replicated, *xs)
+    out = _ReduceFromTP.apply(_name_of(tp), replicated, *xs)
     return out if replicated else list(out)
 
 
@@ -472,3 +520,9 @@ class RowParallelLinear(_TPLinear):
         partials = [F.linear(xi, w) for xi, w in zip(xs, self.weights)]
         y = reduce_from_tp_region(partials, self.tp)
         return y + self.bias if self.bias is not None else y
+
+
+if torch.distributed.is_available():
+    from . import c10d as _c10d  # registers the c10d backend "taco"
+else:
+    _c10d = None

@@ -6,6 +6,7 @@
 // internal (hidden symbols), so its sources are compiled in here.
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 
 #include "../../libtaco/codec/registry.cc"
 #include "../../libtaco/coll/peer_plan.cc"

@@ -66,15 +66,16 @@ def test_cpp_example_builds_against_install(tmp_path):
     assert ("host codec taco" in p.stdout) or ("bit-identical" in p.stdout), p.stdout
 
 
-@pytest.mark.parametrize("script", ["cupy_mpi_allreduce.py", "torch_tp_train.py"])
+@pytest.mark.parametrize("script", ["cupy_mpi_allreduce.py", "torch_tp_train.py", "torch_c10d_backend.py"])
 def test_python_examples_compile(script, tmp_path):
     path = EXAMPLES / script
     assert path.is_file()
     py_compile.compile(str(path), cfile=str(tmp_path / (script + "c")), doraise=True)
 
 
-def test_torch_example_help():
+@pytest.mark.parametrize("script, option", [("torch_tp_train.py", "--loopback"), ("torch_c10d_backend.py", "--backend")])
+def test_torch_example_help(script, option):
     pytest.importorskip("torch")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = _run([sys.executable, EXAMPLES / "torch_tp_train.py", "--help"], env=env, timeout=120)
-    assert "--loopback" in p.stdout
+    p = _run([sys.executable, EXAMPLES / script, "--help"], env=env, timeout=120)
+    assert option in p.stdout

@@ -1,8 +1,8 @@
 // The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
 // One launch per chunk of the call (coll/peer_plan.h); each launch is one epoch.
 // The host side, which picks and launches them, is coll/allreduce_peer.cu; each element
-// type is instantiated in a file of its own (coll/allreduce_peer_kernels_*.cu), so that
-// the three compile in parallel.
+// type and group of code formats is instantiated in a translation unit of its own (made from
+// coll/peer_kernels.cu.in), so that they compile in parallel.
 // A launch drives one rank (NCCL / CUDA IPC: one rank per process) or every rank of a
 // loopback world (one GPU): CTA group g runs rank localRank[g], ctasPerRank CTAs each.
 //
@@ -43,7 +43,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "coll/allreduce_peer.h"
+#include "coll/peer_launch.h"
 #include "coll/device/peer_sync.cuh"
 #include "coll/device/peer_timeline.cuh"
 #include "codec/device/args.h"
@@ -324,18 +324,17 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
 
 }  // namespace peer
 
-// Explicitly instantiated once per element type, in coll/allreduce_peer_kernels_*.cu.
-template <typename T>
-PeerKernel peerKernelFor(int algo, int fmt, bool rot) {
+// Instantiated per element type and code format (kFmtRaw: the raw one-shot) in the translation
+// units that CMakeLists.txt makes of coll/peer_kernels.cu.in.
+template <typename T, int FMT>
+PeerKernel peerKernelFor(int algo, bool rot) {
   using namespace peer;
-  if (algo == tacoAlgoOneShotRaw) return peerRawKernel<T>;
-  switch (fmt) {
-    case kFmtE4M3: return rot ? peerBlockKernel<T, kFmtE4M3, true> : peerBlockKernel<T, kFmtE4M3, false>;
-    case kFmtE5M2: return peerBlockKernel<T, kFmtE5M2, false>;
-    case kFmtInt8: return rot ? peerBlockKernel<T, kFmtInt8, true> : peerBlockKernel<T, kFmtInt8, false>;
-    case kFmtInt4: return peerBlockKernel<T, kFmtInt4, false>;
-    case kFmtInt6: return rot ? peerBlockKernel<T, kFmtInt6, true> : peerBlockKernel<T, kFmtInt6, false>;
-    default: return nullptr;
+  if constexpr (FMT == kFmtRaw) {
+    return algo == tacoAlgoOneShotRaw ? peerRawKernel<T> : nullptr;
+  } else if constexpr (kRotated256Format<FMT>) {
+    return rot ? peerBlockKernel<T, FMT, true> : peerBlockKernel<T, FMT, false>;
+  } else {
+    return peerBlockKernel<T, FMT, false>;
   }
 }
 

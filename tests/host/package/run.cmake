@@ -45,10 +45,10 @@ if(PKG_CONFIG)
   # it includes cuda_runtime.h and calls cudaMalloc. main() only links it and checks the
   # version (no GPU here).
   file(READ "${README}" readme)
-  set(opening "## C\n\n```c\n")
+  set(opening "### C\n\n```c\n")
   string(FIND "${readme}" "${opening}" at)
   if(at LESS 0)
-    message(FATAL_ERROR "README.md has no '## C' section with a ```c block")
+    message(FATAL_ERROR "README.md has no '### C' section with a ```c block")
   endif()
   string(LENGTH "${opening}" n)
   math(EXPR at "${at} + ${n}")

@@ -24,6 +24,7 @@ class TrainTP(tt.TPGroup):
         self.size = P
         self.local_ranks = list(range(P))
         self.reduce, self.name = reduce, name
+        tt.register_communicator(self)  # the TP layers' torch ops find the group by its group_name
         self.calls = 0
         self.elements = 0
         self.watch = False
