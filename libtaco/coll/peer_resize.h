@@ -13,7 +13,7 @@ struct tacoComm;
 
 namespace taco {
 
-class PeerMemory;
+struct PeerMemory;
 
 // Peer memory with a scratch for `chunkBytes` (peerScratchBytes) for `comms`: every rank of a
 // loopback world in rank order, or one NCCL rank (then collective over its communicator). out[i]
