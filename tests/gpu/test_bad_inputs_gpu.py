@@ -73,7 +73,7 @@ def test_c_device_entry_points_check_byte_ranges(cp, lib):
         assert what in msg, msg
 
     s = f.NULL
-    err(lib.tacoCompress(c, p(0), N, fp32, p(1008), WIRE, s), "Compress : out argument")
+    err(lib.tacoCompress(c, p(0), N, fp32, p(1008), WIRE, s), "tacoCompress: out argument")
     assert lib.tacoCompress(c, p(0), N, fp32, p(1024), WIRE, s) == lib.tacoSuccess
     err(lib.tacoDecompress(c, p(1024), WIRE, p(1024 + 16), N, fp32, s), "overlaps in argument")
     ins = f.new("const void*[]", [p(1024)])
