@@ -157,19 +157,14 @@ __device__ __forceinline__ SumShift blockDecodeShift(const Args& a, size_t block
   return sh;
 }
 
-// Back from the decode's exponent shift K != 0 (block_math.h, unshift).
+// Back from the decode's exponent shift K != 0 (block_math.h, unshift), in one loop: the
+// saturation limit is FLT_MAX 2^-64 with K > 0 and sat, else +Inf (no clamp; NaN stays NaN).
 template <int N>
 __device__ __forceinline__ void unshiftAll(float (&v)[N], int K, bool sat) {
-  if (K < 0) {
+  const float mul = K < 0 ? 0x1p-64f : 0x1p64f;
+  const float lim = K > 0 && sat ? kTopScaled : INFINITY;
 #pragma unroll
-    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], -64, false);
-  } else if (sat) {
-#pragma unroll
-    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], 64, true);
-  } else {
-#pragma unroll
-    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], 64, false);
-  }
+  for (int r = 0; r < N; ++r) v[r] = (fabsf(v[r]) > lim ? copysignf(lim, v[r]) : v[r]) * mul;
 }
 
 template <typename T, int FMT, bool FIRST>
@@ -254,11 +249,13 @@ __device__ __forceinline__ void wideSum(const Args& a, size_t block, int t, bool
                      [](float u, float e) { return u + e * 0x1p-64f; });
 }
 
-// The sum of the k inputs (+ the exact input) for this thread's elements of `block`.
+// A plain decompress (one input, no exact input) of this thread's elements of `block`
+// through the general loads: the sum of accumulateRaw, back from its shift.
 template <typename T, int FMT>
 __device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
                                                float (&v)[kPerThread]) {
-  finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+  const SumShift sh = accumulateRaw<T, FMT>(a, block, t, active, v);
+  if (sh.K != 0) unshiftAll(v, sh.K, sh.sat);
 }
 
 // Block max |x| (NaN ignored) and whether the block holds NaN/Inf, for values already
@@ -568,53 +565,83 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   cpAsyncWait<0>();
 }
 
+// Zero past `count`, as compress() pads (the rotation leaves the padding of the last block
+// non-zero).
+template <typename T>
+__device__ __forceinline__ void zeroPadding(const Args& a, size_t block, int t, bool active, float (&v)[kPerThread]) {
+  if (active && (block + 1) * a.k.B > a.count) {
+    constexpr int V = Vec<T>::V;
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
+      if (idx >= a.count) v[r] = 0.0f;
+    }
+  }
+}
+
 // The end of a decompress-accumulate or decompress-reduce-compress tile, the sum (+ the
 // exact input) in v: accumulate stores it; reduce-compress compresses it, zero past
-// `count` as compress() pads (the rotation leaves the padding of the last block
-// non-zero), and optionally decompresses it again into y. A block whose sum holds +-Inf
-// (it overflowed, or an input is not finite) is summed again, the whole warp with it (the
-// rotation's shuffles), scaled by 2^-64: where that is finite the block is written wide
-// (block_math.h, wideValue), else as a NaN block. inputsOk: every input's header matched.
+// `count`, and optionally decompresses it again into y. Returns whether the block's sum
+// held NaN or +-Inf (reduce-compress): it was written as a NaN block, and wideBlocks()
+// looks at it again.
 template <typename T, int MODE, int FMT>
-__device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, bool active,
-                                           float (&v)[kPerThread], bool inputsOk) {
+__device__ __forceinline__ bool sumTileOut(const Args& a, size_t block, int t, bool active,
+                                           float (&v)[kPerThread]) {
   if constexpr (MODE == kAccumulate) {
     if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    return false;
   } else {
-    auto zeroPadding = [&]() {
-      if (active && (block + 1) * a.k.B > a.count) {
-        constexpr int V = Vec<T>::V;
-#pragma unroll
-        for (int r = 0; r < kPerThread; ++r) {
-          const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
-          if (idx >= a.count) v[r] = 0.0f;
-        }
-      }
-    };
-    zeroPadding();
+    zeroPadding<T>(a, block, t, active, v);
     float m0, d;
     int K;
     bool bad;
     blockMaxBad(v, a.k.tpb, m0, bad);
-    bool wide = false;
-    if (inputsOk && __any_sync(0xffffffffu, bad)) {  // rare: only a non-finite sum comes here
-      const bool overflowed = bad;                   // uniform across the block's lanes
-      const SumShift sh = accumulateRaw<T, FMT>(a, block, t, active, v);
-      if (overflowed)
-        wideSum<T>(a, block, t, active, v, sh);
-      else
-        finishSum<T>(a, block, t, active, v, sh);  // the same sum again
-      zeroPadding();
-      blockMaxBad(v, a.k.tpb, m0, bad);
-      wide = overflowed && !bad;
-    }
-    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d, K, wide);
+    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d, K);
     if (a.y != nullptr) {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
       if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
-      if (K != 0) unshiftAll(v, K, !wide);
+      if (K != 0) unshiftAll(v, K, true);
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+    return bad && active;
+  }
+}
+
+// Decompress-reduce-compress, after this warp's tiles (tiles warp, warp + nWarps, ...): a block
+// whose sum held NaN or +-Inf was written as a NaN block. Where it overflowed (every input finite,
+// some element of the sum past FLT_MAX), its sum scaled by 2^-64 is finite: that block is summed
+// again through the general loads, scaled (wideSum), and written wide over the NaN block, and its
+// y too (block_math.h, wideValue). Only a warp that wrote a NaN block comes here (the caller's
+// vote), so a sum without one costs nothing; and outside the tile loop, this code adds nothing to
+// the loop's registers. The block's stored s tells it (NaN); the lanes read what lane 0 of the
+// block stored, after __syncwarp.
+template <typename T, int FMT>
+__device__ __forceinline__ void wideBlocks(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                           int groupsPerWarp, int groupInWarp, int t) {
+  __syncwarp();
+  const float* stored = reinterpret_cast<const float*>(a.out + a.scalesOffset);
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    const float sBlock = active ? stored[a.k.adaptive ? 2 * block + 1 : block] : 0.0f;
+    const bool nanBlock = sBlock != sBlock;
+    if (!__any_sync(0xffffffffu, nanBlock)) continue;  // warp-uniform: the rotation's shuffles below
+    float v[kPerThread];
+    wideSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    zeroPadding<T>(a, block, t, active, v);
+    float m0, d;
+    int K;
+    bool bad;
+    blockMaxBad(v, a.k.tpb, m0, bad);
+    const bool write = nanBlock && !bad;  // an input that is NaN or +-Inf: it stays a NaN block
+    compressTile<T, FMT, kReduceCompress>(a, block, t, write, v, m0, bad, a.out, d, K, true);
+    if (a.y != nullptr) {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
+      if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+      if (K != 0) unshiftAll(v, K, false);
+      if (write) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     }
   }
 }
@@ -624,16 +651,19 @@ __device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, b
 template <typename T, int MODE, int FMT>
 __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                              int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  bool nanBlocks = false;
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
-    accumulateTile<T, FMT>(a, block, t, active, v);
+    finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
     if (!inputsOk)
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    sumTileOut<T, MODE, FMT>(a, block, t, active, v, inputsOk);
+    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
   }
+  if (MODE == kReduceCompress && inputsOk && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
@@ -675,9 +705,9 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, float d, flo
 // device/args.h, genericSumSmemBytes); a slot for every input of a tile would not be
 // (10 KB per input, and k reaches 15 in two-shot at P = 16, 16 in one-shot).
 //
-// The per-element operations are accumulateTile's, in its order: R = W_0 + W_1 + ...,
-// the rotation, back from the decode's exponent shift K, then + x (at K = 64 the two
-// together: finishSum); then sumTileOut.
+// The per-element operations are accumulateRaw's and finishSum's, in their order: R = W_0 +
+// W_1 + ..., the rotation, back from the decode's exponent shift K, then + x (at K = 64 the
+// two together); then sumTileOut.
 // K is the largest decodeShift of the block's k inputs (blockDecodeShift), needed
 // before the first decode: the staged sum takes group 0's and checks every later
 // group's against it. Where a later group's is larger (only at the extremes of the
@@ -753,6 +783,7 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
   int s = 0;
+  bool nanBlocks = false;  // a block of this warp's was written as a NaN block (wideBlocks)
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool tileStaged = stageable(tile);  // every unit of the tile alike (warp-uniform)
@@ -818,10 +849,12 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
     }
     const bool active = block < a.nBlocks;
     if (!tileStaged || __any_sync(0xffffffffu, reshift))  // the whole warp: the rotation's shuffles
-      accumulateTile<T, FMT>(a, block, t, active, v);
-    sumTileOut<T, MODE, FMT>(a, block, t, active, v, true);
+      finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
   }
   cpAsyncWait<0>();
+  if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
 }
 
 }  // namespace dev
