@@ -3,7 +3,8 @@
 Markers:
   gpu  needs a CUDA device; skipped, with the reason, where there is none.
        On a machine with a GPU these tests run (`pytest -m gpu`): a GPU test that
-       skips there is a failure of the setup, so no other skip applies to them.
+       skips there, or is marked xfail, is reported as a failure (a missing package
+       included), so a run that passes ran every GPU test.
   mpi  multi-process tests, run under mpirun.
 
 The taco package is imported from python/ in this checkout unless one is
@@ -14,6 +15,7 @@ start import the same packages. The library is found as taco._lib describes
 """
 
 import ctypes
+import functools
 import importlib.util
 import os
 import sys
@@ -36,6 +38,7 @@ for _package, _source in (("taco", ROOT / "python"), ("taco_bench", ROOT / "benc
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_source), os.environ.get("PYTHONPATH")]))
 
 
+@functools.lru_cache(maxsize=None)
 def cuda_device_count() -> int:
     """CUDA devices visible through the driver API (0 without a driver)."""
     try:
@@ -62,3 +65,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a machine with a GPU, a GPU test that skipped (pytest.skip, a skip marker) or that is
+    an xfail (failed as expected, or passed) is a failure: such a check cannot fail, so it checks
+    nothing."""
+    outcome = yield
+    rep = outcome.get_result()
+    if "gpu" not in item.keywords or cuda_device_count() == 0:
+        return
+    if hasattr(rep, "wasxfail"):
+        rep.outcome = "failed"
+        rep.longrepr = f"a GPU test marked xfail on a machine with a GPU ({rep.wasxfail or 'no reason'})"
+        del rep.wasxfail
+    elif rep.skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+        rep.outcome = "failed"
+        rep.longrepr = f"a GPU test skipped on a machine with a GPU: {reason}"

@@ -10,34 +10,34 @@
 namespace taco {
 
 tacoResult_t checkNotNull(const void* p, const char* op, const char* arg) {
-  TACO_ARG(p != nullptr, "%s : %s argument is NULL", op, arg);
+  TACO_ARG(p != nullptr, "%s: %s argument is NULL", op, arg);
   return tacoSuccess;
 }
 
 tacoResult_t checkAligned(const void* p, size_t align, const char* op, const char* arg) {
-  TACO_ARG(((uintptr_t)p % align) == 0, "%s : %s argument %p is not aligned to %zu bytes", op, arg, p, align);
+  TACO_ARG(((uintptr_t)p % align) == 0, "%s: %s argument %p is not aligned to %zu bytes", op, arg, p, align);
   return tacoSuccess;
 }
 
 tacoResult_t checkDatatype(tacoDataType_t datatype, const char* op) {
   TACO_ARG((int)datatype >= 0 && (int)datatype < tacoNumDataTypes,
-           "%s : datatype argument %d is not a tacoDataType_t (0..%d)", op, (int)datatype, tacoNumDataTypes - 1);
+           "%s: datatype argument %d is not a tacoDataType_t (0..%d)", op, (int)datatype, tacoNumDataTypes - 1);
   return tacoSuccess;
 }
 
 tacoResult_t checkRedOp(tacoRedOp_t redOp, const char* op) {
-  TACO_ARG(redOp == tacoSum, "%s : op %d is not supported (only tacoSum)", op, (int)redOp);
+  TACO_ARG(redOp == tacoSum, "%s: op %d is not supported (only tacoSum)", op, (int)redOp);
   return tacoSuccess;
 }
 
 tacoResult_t checkCount(size_t count, const char* op) {
-  TACO_ARG(count > 0, "%s : count argument is 0", op);
+  TACO_ARG(count > 0, "%s: count argument is 0 (a compressed buffer holds at least one element)", op);
   return tacoSuccess;
 }
 
 tacoResult_t checkComm(const tacoComm* comm, const char* op) {
-  TACO_ARG(comm != nullptr, "%s : comm argument is NULL", op);
-  TACO_ARG(commIsLive(comm), "%s : comm argument %p is not a live communicator (destroyed, or not a tacoComm_t)",
+  TACO_ARG(comm != nullptr, "%s: comm argument is NULL", op);
+  TACO_ARG(commIsLive(comm), "%s: comm argument %p is not a live communicator (destroyed, or not a tacoComm_t)",
            op, (const void*)comm);
   return tacoSuccess;
 }
@@ -49,9 +49,9 @@ tacoResult_t checkDevicePointer(const void* p, int device, const char* op, const
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: clear it so the next call does not see it
     if (e == cudaErrorInvalidValue)
-      return setError(tacoInvalidArgument, "%s : %s argument %p is not a valid pointer (%s)", op, arg, p,
+      return setError(tacoInvalidArgument, "%s: %s argument %p is not a valid pointer (%s)", op, arg, p,
                       cudaGetErrorString(e));
-    return setError(tacoUnhandledCudaError, "%s : cannot query %s argument %p: %s", op, arg, p,
+    return setError(tacoUnhandledCudaError, "%s: cannot query %s argument %p: %s", op, arg, p,
                     cudaGetErrorString(e));
   }
   switch (attr.type) {
@@ -59,7 +59,7 @@ tacoResult_t checkDevicePointer(const void* p, int device, const char* op, const
       return tacoSuccess;
     case cudaMemoryTypeDevice:
       TACO_ARG(device == kAnyDevice || attr.device == device,
-               "%s : %s argument %p is memory of device %d, but the communicator is on device %d", op, arg, p,
+               "%s: %s argument %p is memory of device %d, but the communicator is on device %d", op, arg, p,
                attr.device, device);
       return tacoSuccess;
     case cudaMemoryTypeHost:
@@ -67,10 +67,28 @@ tacoResult_t checkDevicePointer(const void* p, int device, const char* op, const
       [[fallthrough]];
     default:
       return setError(tacoInvalidArgument,
-                      "%s : %s argument %p is a host pointer, not device memory (TACO_CHECK_POINTERS=0 skips "
+                      "%s: %s argument %p is a host pointer, not device memory (TACO_CHECK_POINTERS=0 skips "
                       "this check)",
                       op, arg, p);
   }
+}
+
+bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  if (a == nullptr || b == nullptr || aBytes == 0 || bBytes == 0) return false;
+  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  return pa < pb ? pb - pa < aBytes : pa - pb < bBytes;
+}
+
+tacoResult_t checkOverlap(const char* op, const char* outArg, const void* out, size_t outBytes, const char* inArg,
+                          const void* in, size_t inBytes, const char* inPlace, ptrdiff_t inPlaceOffset) {
+  if (!rangesOverlap(out, outBytes, in, inBytes)) return tacoSuccess;
+  if (inPlace != nullptr && (uintptr_t)out - (uintptr_t)in == (uintptr_t)inPlaceOffset) return tacoSuccess;
+  if (inPlace == nullptr)
+    return setError(tacoInvalidArgument, "%s: %s argument [%p, +%zu bytes) overlaps %s argument [%p, +%zu bytes)",
+                    op, outArg, out, outBytes, inArg, in, inBytes);
+  return setError(tacoInvalidArgument,
+                  "%s: %s argument [%p, +%zu bytes) overlaps %s argument [%p, +%zu bytes) but is not in place (%s)",
+                  op, outArg, out, outBytes, inArg, in, inBytes, inPlace);
 }
 
 tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const void* recvbuff, size_t count,

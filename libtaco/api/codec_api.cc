@@ -32,25 +32,16 @@ tacoResult_t checkData(const Call& c, const void* p, tacoDataType_t dt, const ch
 tacoResult_t checkWire(const Call& c, const void* p, size_t have, size_t need, const char* arg, const char* sizeArg) {
   TACO_CHECK(checkNotNull(p, c.op, arg));
   TACO_CHECK(checkAligned(p, 4, c.op, arg));
-  TACO_ARG(have >= need, "%s : %s is %zu bytes, but %zu are needed (tacoCompressedSize)", c.op, sizeArg, have, need);
+  TACO_ARG(have >= need, "%s: %s argument is %zu, but %s needs %zu bytes (tacoCompressedSize)", c.op, sizeArg, have,
+           arg, need);
   if (c.device) TACO_CHECK(checkDevicePointer(p, kAnyDevice, c.op, arg));
   return tacoSuccess;
 }
 
-// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte.
-bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  if (a == nullptr || b == nullptr || aBytes == 0 || bBytes == 0) return false;
-  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-  return pa < pb ? pb - pa < aBytes : pa - pb < bBytes;
-}
-
-// An output must not share a byte with anything else the call reads or writes: the kernels
-// read and write in parallel, so an overlap gives wrong values rather than an error.
-tacoResult_t checkNoOverlap(const Call& c, const void* out, size_t outBytes, const char* outArg, const void* other,
-                            size_t otherBytes, const char* otherArg) {
-  TACO_ARG(!rangesOverlap(out, outBytes, other, otherBytes),
-           "%s : %s argument [%p, +%zu bytes) overlaps %s argument [%p, +%zu bytes)", c.op, outArg, out, outBytes,
-           otherArg, other, otherBytes);
+// count <= kMaxCount, the largest count whose byte sizes fit in size_t.
+tacoResult_t checkCountFits(size_t count, const char* op) {
+  TACO_ARG(count <= kMaxCount, "%s: count argument %zu is larger than %zu (the largest count whose sizes in bytes fit "
+           "in size_t)", op, count, kMaxCount);
   return tacoSuccess;
 }
 
@@ -58,13 +49,13 @@ tacoResult_t checkCommon(const Call& c, tacoCodec_t codec, size_t count, tacoDat
   TACO_CHECK(codecCheck(codec, c.op));
   TACO_CHECK(checkDatatype(dt, c.op));
   TACO_CHECK(checkCount(count, c.op));
-  TACO_ARG(count <= kMaxCount, "%s : count argument %zu is larger than %zu", c.op, count, kMaxCount);
+  TACO_CHECK(checkCountFits(count, c.op));
   return tacoSuccess;
 }
 
 tacoResult_t checkInputs(const Call& c, const void* const* inputs, int nInputs, size_t inBytes, size_t need,
                          AccumInputs* acc) {
-  TACO_ARG(nInputs >= 0 && nInputs <= TACO_MAX_ACCUM_INPUTS, "%s : nInputs argument %d is not in [0, %d]", c.op,
+  TACO_ARG(nInputs >= 0 && nInputs <= TACO_MAX_ACCUM_INPUTS, "%s: nInputs argument %d is not in [0, %d]", c.op,
            nInputs, TACO_MAX_ACCUM_INPUTS);
   if (nInputs > 0) TACO_CHECK(checkNotNull(inputs, c.op, "inputs"));
   acc->n = nInputs;
@@ -79,7 +70,7 @@ tacoResult_t checkInputs(const Call& c, const void* const* inputs, int nInputs, 
 
 tacoResult_t cudaResult(cudaError_t e, const char* op) {
   if (e == cudaSuccess) return tacoSuccess;
-  return setError(tacoUnhandledCudaError, "%s : kernel launch failed: %s", op, cudaGetErrorString(e));
+  return setError(tacoUnhandledCudaError, "%s: kernel launch failed: %s", op, cudaGetErrorString(e));
 }
 
 size_t wireBytes(tacoCodec_t codec, size_t count, tacoDataType_t dt) { return wireLayout(codec, count, dt).totalBytes; }
@@ -90,7 +81,7 @@ tacoResult_t compressImpl(const Call& c, tacoCodec_t codec, const void* x, size_
   TACO_CHECK(checkData(c, x, dt, "x"));
   const size_t need = wireBytes(codec, count, dt);
   TACO_CHECK(checkWire(c, out, outBytes, need, "out", "outBytes"));
-  TACO_CHECK(checkNoOverlap(c, out, need, "out", x, count * dtypeBytes(dt), "x"));
+  TACO_CHECK(checkOverlap(c.op, "out", out, need, "x", x, count * dtypeBytes(dt)));
   if (!c.device) return hostCompress(codec, x, count, dt, out);
   return cudaResult(launchCompress(codec, x, count, dt, out, stream), c.op);
 }
@@ -101,7 +92,7 @@ tacoResult_t decompressImpl(const Call& c, tacoCodec_t codec, const void* in, si
   const size_t need = wireBytes(codec, count, dt);
   TACO_CHECK(checkWire(c, in, inBytes, need, "in", "inBytes"));
   TACO_CHECK(checkData(c, y, dt, "y"));
-  TACO_CHECK(checkNoOverlap(c, y, count * dtypeBytes(dt), "y", in, need, "in"));
+  TACO_CHECK(checkOverlap(c.op, "y", y, count * dtypeBytes(dt), "in", in, need));
   if (!c.device) return hostDecompress(codec, in, y, count, dt);
   return cudaResult(launchDecompress(codec, in, y, count, dt, stream), c.op);
 }
@@ -118,22 +109,19 @@ tacoResult_t accumulateImpl(const Call& c, tacoCodec_t codec, const void* const*
   if (reduceCompress) {
     TACO_CHECK(checkWire(c, out, outBytes, need, "out", "outBytes"));
     if (y != nullptr) TACO_CHECK(checkData(c, y, dt, "y"));
-    TACO_CHECK(checkNoOverlap(c, out, need, "out", exact, dataBytes, "exact"));
-    TACO_CHECK(checkNoOverlap(c, out, need, "out", y, dataBytes, "y"));
+    TACO_CHECK(checkOverlap(c.op, "out", out, need, "exact", exact, dataBytes));
+    TACO_CHECK(checkOverlap(c.op, "out", out, need, "y", y, dataBytes));
   } else {
     TACO_CHECK(checkData(c, y, dt, "y"));
   }
-  // y == exact is the documented in-place accumulation (each element of exact is read
-  // before the same element of y is written); any other overlap is not.
-  TACO_ARG(y == exact || !rangesOverlap(y, dataBytes, exact, dataBytes),
-           "%s : y argument [%p, +%zu bytes) partially overlaps exact argument [%p, +%zu bytes) (only y == exact "
-           "is allowed)",
-           c.op, y, dataBytes, exact, dataBytes);
+  // y == exact is the in-place accumulation (each element of exact is read before the same
+  // element of y is written); any other overlap is not.
+  TACO_CHECK(checkOverlap(c.op, "y", y, dataBytes, "exact", exact, dataBytes, "y == exact"));
   for (int q = 0; q < nInputs; ++q) {
     char name[32];
     snprintf(name, sizeof(name), "inputs[%d]", q);
-    if (reduceCompress) TACO_CHECK(checkNoOverlap(c, out, need, "out", inputs[q], need, name));
-    TACO_CHECK(checkNoOverlap(c, y, dataBytes, "y", inputs[q], need, name));
+    if (reduceCompress) TACO_CHECK(checkOverlap(c.op, "out", out, need, name, inputs[q], need));
+    TACO_CHECK(checkOverlap(c.op, "y", y, dataBytes, name, inputs[q], need));
   }
   if (!c.device) {
     return reduceCompress ? hostDecompressReduceCompress(codec, acc, exact, out, y, count, dt)
@@ -149,25 +137,32 @@ tacoResult_t accumulateImpl(const Call& c, tacoCodec_t codec, const void* const*
 extern "C" {
 
 TACO_API tacoResult_t tacoCodecFromId(int id, int blockSize, tacoCodec_t* codec) {
-  TACO_CHECK(checkNotNull(codec, "CodecFromId", "codec"));
+  TACO_CHECK(checkNotNull(codec, "tacoCodecFromId", "codec"));
   const CodecDesc* d = codecById(id);
-  TACO_ARG(d != nullptr, "CodecFromId : id argument %d is not a known codec (0..%d)", id, tacoNumCodecs - 1);
+  TACO_ARG(d != nullptr, "tacoCodecFromId: id argument %d is not a known codec (0..%d)", id, tacoNumCodecs - 1);
   tacoCodec_t c;
   c.id = id;
   c.blockSize = (blockSize == 0) ? d->defaultBlock : blockSize;
-  TACO_CHECK(codecCheck(c, "CodecFromId"));
+  TACO_ARG(d->blocked || blockSize == 0, "tacoCodecFromId: blockSize argument %d: codec '%s' has no blocks (pass 0)",
+           blockSize, d->name);
+  TACO_ARG(!d->blocked || (c.blockSize >= TACO_MIN_BLOCK && c.blockSize <= TACO_MAX_BLOCK &&
+                           (c.blockSize & (c.blockSize - 1)) == 0),
+           "tacoCodecFromId: blockSize argument %d is not a power of two in [%d, %d] (0 selects the default of "
+           "codec '%s', %d)",
+           blockSize, TACO_MIN_BLOCK, TACO_MAX_BLOCK, d->name, d->defaultBlock);
+  TACO_CHECK(codecCheck(c, "tacoCodecFromId"));
   *codec = c;
   return tacoSuccess;
 }
 
 TACO_API tacoResult_t tacoCodecFind(const char* spec, tacoCodec_t* codec) {
-  TACO_CHECK(checkNotNull(codec, "CodecFind", "codec"));
-  return codecParse(spec, codec, "CodecFind", "spec");
+  TACO_CHECK(checkNotNull(codec, "tacoCodecFind", "codec"));
+  return codecParse(spec, codec, "tacoCodecFind", "spec");
 }
 
 TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info) {
-  TACO_CHECK(checkNotNull(info, "CodecGetInfo", "info"));
-  TACO_CHECK(codecCheck(codec, "CodecGetInfo"));
+  TACO_CHECK(checkNotNull(info, "tacoCodecGetInfo", "info"));
+  TACO_CHECK(codecCheck(codec, "tacoCodecGetInfo"));
   const CodecDesc* d = codecById(codec.id);
   info->name = d->name;
   info->description = d->description;
@@ -185,28 +180,29 @@ TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info)
 }
 
 TACO_API tacoResult_t tacoCompressedSize(tacoCodec_t codec, size_t count, tacoDataType_t datatype, size_t* bytes) {
-  TACO_CHECK(checkNotNull(bytes, "CompressedSize", "bytes"));
-  TACO_CHECK(codecCheck(codec, "CompressedSize"));
-  TACO_CHECK(checkDatatype(datatype, "CompressedSize"));
-  TACO_ARG(count <= kMaxCount, "CompressedSize : count argument %zu is larger than %zu", count, kMaxCount);
+  TACO_CHECK(checkNotNull(bytes, "tacoCompressedSize", "bytes"));
+  TACO_CHECK(codecCheck(codec, "tacoCompressedSize"));
+  TACO_CHECK(checkDatatype(datatype, "tacoCompressedSize"));
+  TACO_CHECK(checkCount(count, "tacoCompressedSize"));  // one rule for 0 elements: every codec function refuses it
+  TACO_CHECK(checkCountFits(count, "tacoCompressedSize"));
   *bytes = wireBytes(codec, count, datatype);
   return tacoSuccess;
 }
 
 TACO_API tacoResult_t tacoCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t datatype, void* out,
                                    size_t outBytes, tacoStream_t stream) {
-  return compressImpl({"Compress", true}, codec, x, count, datatype, out, outBytes, stream);
+  return compressImpl({"tacoCompress", true}, codec, x, count, datatype, out, outBytes, stream);
 }
 
 TACO_API tacoResult_t tacoDecompress(tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
                                      tacoDataType_t datatype, tacoStream_t stream) {
-  return decompressImpl({"Decompress", true}, codec, in, inBytes, y, count, datatype, stream);
+  return decompressImpl({"tacoDecompress", true}, codec, in, inBytes, y, count, datatype, stream);
 }
 
 TACO_API tacoResult_t tacoDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
                                                size_t inBytes, const void* exact, void* y, size_t count,
                                                tacoDataType_t datatype, tacoStream_t stream) {
-  return accumulateImpl({"DecompressAccumulate", true}, codec, inputs, nInputs, inBytes, exact, nullptr, 0, y, count,
+  return accumulateImpl({"tacoDecompressAccumulate", true}, codec, inputs, nInputs, inBytes, exact, nullptr, 0, y, count,
                         datatype, stream, false);
 }
 
@@ -214,31 +210,31 @@ TACO_API tacoResult_t tacoDecompressReduceCompress(tacoCodec_t codec, const void
                                                    size_t inBytes, const void* exact, void* out, size_t outBytes,
                                                    void* y, size_t count, tacoDataType_t datatype,
                                                    tacoStream_t stream) {
-  return accumulateImpl({"DecompressReduceCompress", true}, codec, inputs, nInputs, inBytes, exact, out, outBytes, y,
+  return accumulateImpl({"tacoDecompressReduceCompress", true}, codec, inputs, nInputs, inBytes, exact, out, outBytes, y,
                         count, datatype, stream, true);
 }
 
 TACO_API tacoResult_t tacoHostCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t datatype,
                                        void* out, size_t outBytes) {
-  return compressImpl({"HostCompress", false}, codec, x, count, datatype, out, outBytes, nullptr);
+  return compressImpl({"tacoHostCompress", false}, codec, x, count, datatype, out, outBytes, nullptr);
 }
 
 TACO_API tacoResult_t tacoHostDecompress(tacoCodec_t codec, const void* in, size_t inBytes, void* y, size_t count,
                                          tacoDataType_t datatype) {
-  return decompressImpl({"HostDecompress", false}, codec, in, inBytes, y, count, datatype, nullptr);
+  return decompressImpl({"tacoHostDecompress", false}, codec, in, inBytes, y, count, datatype, nullptr);
 }
 
 TACO_API tacoResult_t tacoHostDecompressAccumulate(tacoCodec_t codec, const void* const* inputs, int nInputs,
                                                    size_t inBytes, const void* exact, void* y, size_t count,
                                                    tacoDataType_t datatype) {
-  return accumulateImpl({"HostDecompressAccumulate", false}, codec, inputs, nInputs, inBytes, exact, nullptr, 0, y,
+  return accumulateImpl({"tacoHostDecompressAccumulate", false}, codec, inputs, nInputs, inBytes, exact, nullptr, 0, y,
                         count, datatype, nullptr, false);
 }
 
 TACO_API tacoResult_t tacoHostDecompressReduceCompress(tacoCodec_t codec, const void* const* inputs, int nInputs,
                                                        size_t inBytes, const void* exact, void* out, size_t outBytes,
                                                        void* y, size_t count, tacoDataType_t datatype) {
-  return accumulateImpl({"HostDecompressReduceCompress", false}, codec, inputs, nInputs, inBytes, exact, out, outBytes,
+  return accumulateImpl({"tacoHostDecompressReduceCompress", false}, codec, inputs, nInputs, inBytes, exact, out, outBytes,
                         y, count, datatype, nullptr, true);
 }
 

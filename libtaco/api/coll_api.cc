@@ -1,6 +1,9 @@
 // Exported collective entry points: argument checks naming the operation and
 // argument, then dispatch to coll/. Failures are also recorded on the
-// communicator (tacoGetLastError(comm)).
+// communicator (tacoGetLastError(comm)). A call holds its communicator for its
+// duration (core/comm.h, commAcquire): a second host thread is refused.
+#include <cstddef>
+
 #include "api/argcheck.h"
 #include "coll/coll.h"
 #include "core/check.h"
@@ -11,13 +14,22 @@ using namespace taco;
 
 namespace {
 
-// Runs the checks and the call; a failure is also recorded on a live communicator.
+// Checks the communicator, takes it for the calling thread, runs the checks and the call,
+// and gives it back; a failure, a refusal because another thread has it included, is also
+// recorded on the communicator (under a lock: core/comm.cc).
 template <typename F>
-tacoResult_t run(tacoComm* comm, F f) {
-  tacoResult_t r = f();
+tacoResult_t run(tacoComm* comm, const char* op, F f) {
+  TACO_CHECK(checkComm(comm, op));
+  bool taken = false;
+  tacoResult_t r = commAcquire(comm, op, &taken);
+  if (r == tacoSuccess) r = f();
   if (r != tacoSuccess) commRecordError(comm);
+  commRelease(comm, taken);
   return r;
 }
+
+// The bytes of n elements of a datatype that checkCollArgs accepted.
+size_t bytesOf(size_t n, tacoDataType_t dt) { return n * dtypeBytes(dt); }
 
 }  // namespace
 
@@ -25,9 +37,14 @@ extern "C" {
 
 TACO_API tacoResult_t tacoAllReduce(const void* sendbuff, void* recvbuff, size_t count, tacoDataType_t datatype,
                                     tacoRedOp_t op, tacoComm_t comm, tacoStream_t stream) {
-  return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, datatype, "AllReduce"));
-    TACO_CHECK(checkRedOp(op, "AllReduce"));
+  const char* name = "tacoAllReduce";
+  return run(comm, name, [&]() -> tacoResult_t {
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, datatype, name));
+    TACO_CHECK(checkRedOp(op, name));
+    if (count > 0) {
+      const size_t n = bytesOf(count, datatype);
+      TACO_CHECK(checkOverlap(name, "recvbuff", recvbuff, n, "sendbuff", sendbuff, n, "recvbuff == sendbuff"));
+    }
     return allReduce(comm, CollArgs{sendbuff, recvbuff, count, datatype, stream});
   });
 }
@@ -35,18 +52,14 @@ TACO_API tacoResult_t tacoAllReduce(const void* sendbuff, void* recvbuff, size_t
 TACO_API tacoResult_t tacoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                         tacoDataType_t datatype, tacoRedOp_t op, tacoComm_t comm,
                                         tacoStream_t stream) {
-  return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, recvcount, datatype, "ReduceScatter"));
-    TACO_CHECK(checkRedOp(op, "ReduceScatter"));
-    if (recvcount > 0 && sendbuff != recvbuff) {
-      // NCCL's in-place convention is recvbuff == sendbuff + rank*recvcount; any
-      // other overlap would race.
-      const char* s = static_cast<const char*>(sendbuff);
-      const char* r = static_cast<const char*>(recvbuff);
-      const size_t eb = dtypeBytes(datatype);
-      const bool overlap = r < s + recvcount * comm->nranks * eb && s < r + recvcount * eb;
-      TACO_ARG(!overlap || r == s + (size_t)comm->rank * recvcount * eb,
-               "ReduceScatter : recvbuff overlaps sendbuff but is not sendbuff + rank*recvcount (in place)");
+  const char* name = "tacoReduceScatter";
+  return run(comm, name, [&]() -> tacoResult_t {
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, recvcount, datatype, name));
+    TACO_CHECK(checkRedOp(op, name));
+    if (recvcount > 0) {
+      const size_t n = bytesOf(recvcount, datatype);
+      TACO_CHECK(checkOverlap(name, "recvbuff", recvbuff, n, "sendbuff", sendbuff, n * (size_t)comm->nranks,
+                              "recvbuff == sendbuff + rank*recvcount", (ptrdiff_t)(n * (size_t)comm->rank)));
     }
     return reduceScatter(comm, CollArgs{sendbuff, recvbuff, recvcount, datatype, stream});
   });
@@ -54,15 +67,13 @@ TACO_API tacoResult_t tacoReduceScatter(const void* sendbuff, void* recvbuff, si
 
 TACO_API tacoResult_t tacoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                     tacoDataType_t datatype, tacoComm_t comm, tacoStream_t stream) {
-  return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, sendcount, datatype, "AllGather"));
-    if (sendcount > 0 && sendbuff != recvbuff) {
-      const char* s = static_cast<const char*>(sendbuff);
-      const char* r = static_cast<const char*>(recvbuff);
-      const size_t eb = dtypeBytes(datatype);
-      const bool overlap = s < r + sendcount * comm->nranks * eb && r < s + sendcount * eb;
-      TACO_ARG(!overlap || s == r + (size_t)comm->rank * sendcount * eb,
-               "AllGather : sendbuff overlaps recvbuff but is not recvbuff + rank*sendcount (in place)");
+  const char* name = "tacoAllGather";
+  return run(comm, name, [&]() -> tacoResult_t {
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, sendcount, datatype, name));
+    if (sendcount > 0) {
+      const size_t n = bytesOf(sendcount, datatype);
+      TACO_CHECK(checkOverlap(name, "recvbuff", recvbuff, n * (size_t)comm->nranks, "sendbuff", sendbuff, n,
+                              "sendbuff == recvbuff + rank*sendcount", -(ptrdiff_t)(n * (size_t)comm->rank)));
     }
     return allGather(comm, CollArgs{sendbuff, recvbuff, sendcount, datatype, stream});
   });
@@ -70,8 +81,13 @@ TACO_API tacoResult_t tacoAllGather(const void* sendbuff, void* recvbuff, size_t
 
 TACO_API tacoResult_t tacoAlltoAll(const void* sendbuff, void* recvbuff, size_t count, tacoDataType_t datatype,
                                    tacoComm_t comm, tacoStream_t stream) {
-  return run(comm, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, datatype, "AlltoAll"));
+  const char* name = "tacoAlltoAll";
+  return run(comm, name, [&]() -> tacoResult_t {
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, datatype, name));
+    if (count > 0) {
+      const size_t n = bytesOf(count, datatype) * (size_t)comm->nranks;
+      TACO_CHECK(checkOverlap(name, "recvbuff", recvbuff, n, "sendbuff", sendbuff, n, "recvbuff == sendbuff"));
+    }
     return alltoAll(comm, CollArgs{sendbuff, recvbuff, count, datatype, stream});
   });
 }

@@ -52,7 +52,7 @@ TACO_API tacoResult_t tacoGetParamInfo(int index, const char** name, const char*
                                        const char** meaning, const char** value) {
   int n = 0;
   const taco::EnvParam* table = taco::envParamTable(&n);
-  TACO_ARG(index >= 0 && index < n, "GetParamInfo : index argument %d is not in [0, %d)", index, n);
+  TACO_ARG(index >= 0 && index < n, "tacoGetParamInfo: index argument %d is not in [0, %d)", index, n);
   if (name != nullptr) *name = table[index].name;
   if (defaultValue != nullptr) *defaultValue = table[index].defaultValue;
   if (meaning != nullptr) *meaning = table[index].meaning;

@@ -303,19 +303,51 @@ TACO_HD float decodeScale(float s, float alpha, float c) { return (s * c) / alph
 // decoded value goes through unshift() after the rotation. Wherever the plain decode is
 // finite and free of subnormals the two agree bit for bit (scaling by a power of two is
 // exact): only the extremes change.
+//
+// A wide block (s < 0, its sign bit set; compress never writes one) holds a sum past
+// FLT_MAX, written by decompress-reduce-compress scaled by 2^-64: its true scale is
+// |s| 2^64, so it takes K = 64 and d = (|s| c) / alpha, and it is not saturated
+// (docs/codecs.md, "Overflow").
+TACO_HD bool wideScale(float s) { return s < 0.0f; }
 TACO_HD int decodeShift(float s, float alpha, float c) {
+  if (wideScale(s)) return 64;
   const float t = fabsf(s * c), a = fabsf(alpha);
   return t > a * 0x1p100f ? 64 : (t < a * 0x1p-100f ? -64 : 0);
 }
 TACO_HD float decodeScaleShifted(float s, float alpha, float c, int K) {
+  if (wideScale(s)) return decodeScale(-s, alpha, c);  // K = 64
   return K == 0 ? decodeScale(s, alpha, c) : decodeScale(s * (K > 0 ? 0x1p-64f : 0x1p64f), alpha, c);
 }
-// Back from 2^-K (K != 0): rounded once into the subnormal range (K < 0), or saturated
-// at +-FLT_MAX (K > 0: a finite block never decodes to Inf; NaN stays NaN).
-TACO_HD float unshift(float v, int K) {
+
+// FLT_MAX * 2^-64: the largest value a decode at K = 64 takes back to a finite float.
+constexpr float kTopScaled = 0x1.fffffep63f;
+TACO_HD float saturateTop(float v) { return fabsf(v) > kTopScaled ? copysignf(kTopScaled, v) : v; }
+
+// Back from 2^-K (K != 0): rounded once into the subnormal range (K < 0); with K > 0
+// saturated at +-FLT_MAX when `sat` (one input that is not wide: a lone finite input never
+// decodes to Inf), else +-Inf past it, as a sum past FLT_MAX is in IEEE arithmetic. NaN
+// stays NaN.
+TACO_HD float unshift(float v, int K, bool sat) {
   if (K < 0) return v * 0x1p-64f;
-  const float lim = 0x1.fffffep63f;  // FLT_MAX * 2^-64
-  return (fabsf(v) > lim ? copysignf(lim, v) : v) * 0x1p64f;
+  return (sat ? saturateTop(v) : v) * 0x1p64f;
+}
+
+// The decoded sum f of a block at K = 64 (before unshift) plus the exact input e: the
+// saturated f * 2^64 + e, except where f alone is past FLT_MAX, where e joins the sum
+// scaled, (f + e * 2^-64) * 2^64, so that a sum the exact input brings back below
+// FLT_MAX is finite and one it does not is +-Inf. With sat, f is within range and this is
+// unshift(f, 64, true) + e, bit for bit.
+TACO_HD float unshiftAddTop(float f, float e, bool sat) {
+  if (sat) f = saturateTop(f);
+  return fabsf(f) > kTopScaled ? (f + e * 0x1p-64f) * 0x1p64f : f * 0x1p64f + e;
+}
+
+// The block's sum f (before unshift) scaled by 2^-64, for the wide block that
+// decompress-reduce-compress writes where the sum overflowed; the exact input is added
+// to it as e * 2^-64.
+TACO_HD float wideValue(float f, int K, bool sat) {
+  if (K > 0) return sat ? saturateTop(f) : f;
+  return (K < 0 ? f * 0x1p-64f : f) * 0x1p-64f;  // unshift(f, K) * 2^-64
 }
 
 // Element conversions (core/dtype_convert.cuh).

@@ -37,7 +37,7 @@ const CodecDesc* codecById(int id);           // nullptr if unknown
 const CodecDesc* codecByName(const char* n);  // nullptr if unknown
 
 // Parses "name[:block=N]"; on failure records a message naming `what` and the
-// argument `arg` (e.g. "CodecFind : spec argument 'tako': unknown codec ...").
+// argument `arg` (e.g. "tacoCodecFind: spec argument 'tako': unknown codec ...").
 tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, const char* arg);
 
 // Checks id and block size; on failure records a message naming `what`.

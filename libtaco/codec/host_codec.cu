@@ -1,6 +1,7 @@
 // The CPU twin of the codec kernels (kernels.cu.in, device/): the same per-block math
 // (block_math.h), one block at a time, in plain loops. Bit-identical to the GPU because every
 // reduction in the math is order-free and the butterflies run in the same order.
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -66,23 +67,31 @@ void writeHeader(uint8_t* out, tacoCodec_t codec, const HostCodec& h, size_t cou
   memcpy(out, &hd, sizeof(hd));
 }
 
+// The header of input q (the argument `in` of tacoHostDecompress, else `inputs[q]`) against
+// the call's codec, count and datatype.
 tacoResult_t checkHeader(const uint8_t* in, int q, tacoCodec_t codec, const HostCodec& h, size_t count,
                          tacoDataType_t dt, const char* op) {
   WireHeader hd;
   memcpy(&hd, in, sizeof(hd));
-  TACO_ARG(hd.magic == kWireMagic, "%s : input %d is not a libtaco buffer (bad magic 0x%08x)", op, q, hd.magic);
-  TACO_ARG(hd.codecId == codec.id, "%s : input %d was compressed with codec id %d, not %d", op, q, hd.codecId,
-           codec.id);
-  TACO_ARG(hd.formatVersion == h.d->formatVersion, "%s : input %d has wire format version %d, expected %d", op,
-           q, hd.formatVersion, h.d->formatVersion);
-  TACO_ARG(hd.log2Block == (h.d->blocked ? h.log2B : 0), "%s : input %d has block size %d, expected %d", op, q,
-           1 << hd.log2Block, h.B);
-  TACO_ARG(hd.dtype < tacoNumDataTypes, "%s : input %d has datatype byte %d, which is not a tacoDataType_t", op, q,
-           hd.dtype);
-  TACO_ARG(hd.count == count, "%s : input %d holds %llu elements, count is %zu", op, q,
+  char arg[32];
+  if (strcmp(op, "tacoHostDecompress") == 0)
+    snprintf(arg, sizeof(arg), "in");
+  else
+    snprintf(arg, sizeof(arg), "inputs[%d]", q);
+  TACO_ARG(hd.magic == kWireMagic, "%s: %s argument is not a libtaco buffer (bad magic 0x%08x)", op, arg, hd.magic);
+  TACO_ARG(hd.codecId == codec.id, "%s: %s argument was compressed with codec id %d, but the codec argument is %d",
+           op, arg, hd.codecId, codec.id);
+  TACO_ARG(hd.formatVersion == h.d->formatVersion, "%s: %s argument has wire format version %d, expected %d", op,
+           arg, hd.formatVersion, h.d->formatVersion);
+  TACO_ARG(hd.log2Block == (h.d->blocked ? h.log2B : 0),
+           "%s: %s argument has block size %d, but the codec argument's is %d", op, arg, 1 << hd.log2Block, h.B);
+  TACO_ARG(hd.dtype < tacoNumDataTypes, "%s: %s argument has datatype byte %d, which is not a tacoDataType_t", op,
+           arg, hd.dtype);
+  TACO_ARG(hd.count == count, "%s: %s argument holds %llu elements, but the count argument is %zu", op, arg,
            (unsigned long long)hd.count, count);
   TACO_ARG(h.d->format != kFmtRaw || hd.dtype == dt,
-           "%s : input %d of codec 'none' holds datatype %d, but datatype is %d", op, q, hd.dtype, (int)dt);
+           "%s: %s argument of codec 'none' holds datatype %d, but the datatype argument is %d", op, arg, hd.dtype,
+           (int)dt);
   return tacoSuccess;
 }
 
@@ -118,10 +127,11 @@ void loadCodes4(const uint8_t* bc, int i, uint8_t (&c)[4], CodeFormat f) {
   }
 }
 
-// Compresses one block v[0..B) (destroyed) into codes/scales of block `blk`;
+// Compresses one block v[0..B) (destroyed) into codes/scales of block `blk` (wide: the
+// block is a sum scaled by 2^-64, its stored s negated: block_math.h, wideScale);
 // leaves the decoded codes in v and returns the decode multiplier, and in K the
 // decode's exponent shift (block_math.h, decodeShift).
-float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales, size_t blk, int& K) {
+float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales, size_t blk, bool wide, int& K) {
   const int B = h.B;
   const CodeFormat f = h.d->format;
   float m0 = 0.0f;
@@ -161,14 +171,15 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
     }
     storeCodes4(bc, i, c, f);
   }
+  const float s = wide ? -qs.s : qs.s;
   if (h.d->adaptive) {
     scales[2 * blk] = alpha;
-    scales[2 * blk + 1] = qs.s;
+    scales[2 * blk + 1] = s;
   } else {
-    scales[blk] = qs.s;
+    scales[blk] = s;
   }
-  K = decodeShift(qs.s, alpha, h.c);
-  return decodeScaleShifted(qs.s, alpha, h.c, K);
+  K = decodeShift(s, alpha, h.c);
+  return decodeScaleShifted(s, alpha, h.c, K);
 }
 
 // Block blk's scales (alpha, s) of input q (alpha = 1 without the adaptive scale).
@@ -179,18 +190,22 @@ void inputScales(const HostCodec& h, const AccumInputs& in, const WireLayout& w,
   s = h.d->adaptive ? sc[2 * blk + 1] : sc[blk];
 }
 
-// v[0..B) = sum over inputs of code * d (in input order), then the rotation, then back
-// from the decode's exponent shift (block_math.h, decodeShift).
-void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout& w, size_t blk, float* v) {
+// v[0..B) = sum over inputs of code * d (in input order), then the rotation: the sum still
+// scaled by 2^-K, with K the decode's exponent shift (block_math.h, decodeShift) and sat
+// whether its unshift saturates (one input that is not wide).
+void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout& w, size_t blk, float* v, int& K,
+                     bool& sat) {
   const int B = h.B;
   const CodeFormat f = h.d->format;
   for (int i = 0; i < B; ++i) v[i] = 0.0f;
-  int K = -64;  // the largest shift of the inputs (0 without inputs)
+  K = -64;  // the largest shift of the inputs (0 without inputs)
+  sat = false;
   for (int q = 0; q < in.n; ++q) {
     float alpha, s;
     inputScales(h, in, w, q, blk, alpha, s);
     const int k = decodeShift(s, alpha, h.c);
     K = k > K ? k : K;
+    if (q == 0) sat = in.n == 1 && !wideScale(s);
   }
   if (in.n == 0) K = 0;
   for (int q = 0; q < in.n; ++q) {
@@ -209,8 +224,6 @@ void accumulateBlock(const HostCodec& h, const AccumInputs& in, const WireLayout
     }
   }
   if (h.d->rotate) fwhtHost(v, B);
-  if (K != 0)
-    for (int i = 0; i < B; ++i) v[i] = unshift(v[i], K);
 }
 
 // Elementwise codecs: the wire element is bf16 (codec bf16) or the dtype itself (none).
@@ -223,7 +236,8 @@ float storeWireElem(const HostCodec& h, uint8_t* payload, tacoDataType_t dt, siz
     return loadElem(payload, dt, i);
   }
   __nv_bfloat16* p = reinterpret_cast<__nv_bfloat16*>(payload) + i;
-  *p = toBf16Saturating(v);
+  // fp32 data saturates; a 16-bit sum past bf16's range is Inf, as in the dtype itself
+  *p = dt == tacoFloat32 ? toBf16Saturating(v) : fromFloat<__nv_bfloat16>(v);
   return toFloat<__nv_bfloat16>(*p);
 }
 
@@ -260,27 +274,57 @@ tacoResult_t run(tacoCodec_t codec, const AccumInputs* in, const void* x, void* 
     return tacoSuccess;
   }
   const int B = h.B;
-  std::vector<float> v((size_t)B);
+  std::vector<float> v((size_t)B), f((size_t)B), e((size_t)B);
   for (size_t blk = 0; blk < w.nBlocks; ++blk) {
     const size_t b0 = blk * (size_t)B;
     const int n = (int)(count - b0 < (size_t)B ? count - b0 : (size_t)B);
+    int K = 0;
+    bool sat = false;
     if (in == nullptr) {
       for (int i = 0; i < B; ++i) v[i] = i < n ? loadElem(x, dt, b0 + i) : 0.0f;
     } else {
-      accumulateBlock(h, *in, w, blk, v.data());
+      accumulateBlock(h, *in, w, blk, v.data(), K, sat);
+      f = v;
       // The padding of the last block gets + 0.0f too, as on the GPU (signed zeros).
       if (x != nullptr)
-        for (int i = 0; i < B; ++i) v[i] = v[i] + (i < n ? loadElem(x, dt, b0 + i) : 0.0f);
+        for (int i = 0; i < B; ++i) e[i] = i < n ? loadElem(x, dt, b0 + i) : 0.0f;
+      for (int i = 0; i < B; ++i) {
+        if (x != nullptr && K > 0)
+          v[i] = unshiftAddTop(v[i], e[i], sat);
+        else if (x != nullptr)
+          v[i] = (K != 0 ? unshift(v[i], K, sat) : v[i]) + e[i];
+        else if (K != 0)
+          v[i] = unshift(v[i], K, sat);
+      }
     }
     if (o != nullptr) {
       for (int i = n; i < B; ++i) v[i] = 0.0f;  // compress the sum as compress() would: zero padding
-      int K;
-      float d = compressBlock(h, v.data(), o + w.codesOffset, reinterpret_cast<float*>(o + w.scalesOffset), blk, K);
+      bool wide = false;
+      if (in != nullptr) {
+        // A sum that overflowed is written wide: scaled by 2^-64, where that is finite.
+        bool finite = true;
+        for (int i = 0; i < B; ++i) finite = finite && isFiniteMag(magnitude(v[i]));
+        if (!finite) {
+          bool wideFinite = true;
+          for (int i = 0; i < B; ++i) {
+            float u = wideValue(f[i], K, sat);
+            if (x != nullptr) u = u + e[i] * 0x1p-64f;
+            f[i] = i < n ? u : 0.0f;
+            wideFinite = wideFinite && isFiniteMag(magnitude(f[i]));
+          }
+          if (wideFinite) {
+            v = f;
+            wide = true;
+          }
+        }
+      }
+      float d = compressBlock(h, v.data(), o + w.codesOffset, reinterpret_cast<float*>(o + w.scalesOffset), blk,
+                              wide, K);
       if (y == nullptr) continue;
       for (int i = 0; i < B; ++i) v[i] = v[i] * d;
       if (h.d->rotate) fwhtHost(v.data(), B);
       if (K != 0)
-        for (int i = 0; i < B; ++i) v[i] = unshift(v[i], K);
+        for (int i = 0; i < B; ++i) v[i] = unshift(v[i], K, !wide);
     }
     if (y != nullptr)
       for (int i = 0; i < n; ++i) storeElem(y, dt, b0 + i, v[i]);
@@ -291,24 +335,24 @@ tacoResult_t run(tacoCodec_t codec, const AccumInputs* in, const void* x, void* 
 }  // namespace
 
 tacoResult_t hostCompress(tacoCodec_t codec, const void* x, size_t count, tacoDataType_t dtype, void* out) {
-  return run(codec, nullptr, x, out, nullptr, count, dtype, "HostCompress");
+  return run(codec, nullptr, x, out, nullptr, count, dtype, "tacoHostCompress");
 }
 
 tacoResult_t hostDecompress(tacoCodec_t codec, const void* in, void* y, size_t count, tacoDataType_t dtype) {
   AccumInputs a;
   a.n = 1;
   a.ptr[0] = in;
-  return run(codec, &a, nullptr, nullptr, y, count, dtype, "HostDecompress");
+  return run(codec, &a, nullptr, nullptr, y, count, dtype, "tacoHostDecompress");
 }
 
 tacoResult_t hostDecompressAccumulate(tacoCodec_t codec, const AccumInputs& in, const void* exact, void* y,
                                       size_t count, tacoDataType_t dtype) {
-  return run(codec, &in, exact, nullptr, y, count, dtype, "HostDecompressAccumulate");
+  return run(codec, &in, exact, nullptr, y, count, dtype, "tacoHostDecompressAccumulate");
 }
 
 tacoResult_t hostDecompressReduceCompress(tacoCodec_t codec, const AccumInputs& in, const void* exact, void* out,
                                           void* y, size_t count, tacoDataType_t dtype) {
-  return run(codec, &in, exact, out, y, count, dtype, "HostDecompressReduceCompress");
+  return run(codec, &in, exact, out, y, count, dtype, "tacoHostDecompressReduceCompress");
 }
 
 }  // namespace taco

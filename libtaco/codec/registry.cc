@@ -51,26 +51,27 @@ static void knownNames(char* out, size_t size) {
 
 tacoResult_t codecCheck(tacoCodec_t codec, const char* what) {
   const CodecDesc* d = codecById(codec.id);
-  TACO_ARG(d != nullptr, "%s : codec id %d is not a known codec (0..%d)", what, codec.id, tacoNumCodecs - 1);
+  TACO_ARG(d != nullptr, "%s: codec argument has id %d, which is not a known codec (0..%d)", what, codec.id,
+           tacoNumCodecs - 1);
   if (!d->blocked) {
-    TACO_ARG(codec.blockSize == 0, "%s : codec '%s' has no blocks, but blockSize is %d", what, d->name,
-             codec.blockSize);
+    TACO_ARG(codec.blockSize == 0, "%s: codec argument: codec '%s' has no blocks, but its blockSize is %d", what,
+             d->name, codec.blockSize);
     return tacoSuccess;
   }
   const int b = codec.blockSize;
   TACO_ARG(b >= TACO_MIN_BLOCK && b <= TACO_MAX_BLOCK && (b & (b - 1)) == 0,
-           "%s : block size %d of codec '%s' is not a power of two in [%d, %d]", what, b, d->name,
+           "%s: codec argument: block size %d of codec '%s' is not a power of two in [%d, %d]", what, b, d->name,
            TACO_MIN_BLOCK, TACO_MAX_BLOCK);
   return tacoSuccess;
 }
 
 tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, const char* arg) {
-  TACO_ARG(spec != nullptr, "%s : %s argument is NULL", what, arg);
+  TACO_ARG(spec != nullptr, "%s: %s argument is NULL", what, arg);
   char name[64];
   const char* colon = strchr(spec, ':');
   const size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-  TACO_ARG(len > 0, "%s : %s argument '%s' has no codec name (name[:block=N])", what, arg, spec);
-  TACO_ARG(len < sizeof(name), "%s : %s argument '%s': unknown codec (the name is %zu characters long)", what, arg,
+  TACO_ARG(len > 0, "%s: %s argument '%s' has no codec name (name[:block=N])", what, arg, spec);
+  TACO_ARG(len < sizeof(name), "%s: %s argument '%s': unknown codec (the name is %zu characters long)", what, arg,
            spec, len);
   memcpy(name, spec, len);
   name[len] = '\0';
@@ -78,25 +79,31 @@ tacoResult_t codecParse(const char* spec, tacoCodec_t* codec, const char* what, 
   if (d == nullptr) {
     char known[256];
     knownNames(known, sizeof(known));
-    return setError(tacoInvalidArgument, "%s : %s argument '%s': unknown codec '%s' (known: %s)", what, arg, spec,
+    return setError(tacoInvalidArgument, "%s: %s argument '%s': unknown codec '%s' (known: %s)", what, arg, spec,
                     name, known);
   }
   tacoCodec_t c = {d->id, d->defaultBlock};
   if (colon != nullptr) {
     const char* opt = colon + 1;
-    TACO_ARG(strncmp(opt, "block=", 6) == 0, "%s : %s argument '%s': expected ':block=N' after the name", what,
+    TACO_ARG(strncmp(opt, "block=", 6) == 0, "%s: %s argument '%s': expected ':block=N' after the name", what,
              arg, spec);
-    TACO_ARG(d->blocked, "%s : %s argument '%s': codec '%s' has no block size", what, arg, spec, d->name);
+    TACO_ARG(d->blocked, "%s: %s argument '%s': codec '%s' has no block size", what, arg, spec, d->name);
     // Digits only: no sign, no space, no base prefix (strtol would take "+256" and " 256").
     const char* digits = opt + 6;
     const char* end = digits;
     long b = 0;
     for (; *end >= '0' && *end <= '9'; ++end)
       if (b <= TACO_MAX_BLOCK) b = b * 10 + (*end - '0');
-    TACO_ARG(end != digits && *end == '\0', "%s : %s argument '%s': block size is not a decimal number", what,
+    if (end != digits && *end == ':') {
+      TACO_ARG(strncmp(end + 1, "block=", 6) != 0, "%s: %s argument '%s': the block option is given twice", what,
+               arg, spec);
+      return setError(tacoInvalidArgument, "%s: %s argument '%s': unknown option '%s' (the one option is block=N)",
+                      what, arg, spec, end + 1);
+    }
+    TACO_ARG(end != digits && *end == '\0', "%s: %s argument '%s': block size is not a decimal number", what,
              arg, spec);
     TACO_ARG(b >= TACO_MIN_BLOCK && b <= TACO_MAX_BLOCK && (b & (b - 1)) == 0,
-             "%s : %s argument '%s': block size %s is not a power of two in [%d, %d]", what, arg, spec, digits,
+             "%s: %s argument '%s': block size %s is not a power of two in [%d, %d]", what, arg, spec, digits,
              TACO_MIN_BLOCK, TACO_MAX_BLOCK);
     c.blockSize = (int)b;
   }

@@ -22,7 +22,7 @@ tacoResult_t allGather(tacoComm* c, const CollArgs& a) {
   const size_t n = a.count;
   const tacoDataType_t dt = a.dtype;
   const bool plain = usePlain(c, n * P * dtypeBytes(dt));
-  return submitBlockwise(c, a, plain, kPlainAllGather, "AllGather",
+  return submitBlockwise(c, a, plain, kPlainAllGather, "tacoAllGather",
                          [&](std::vector<Step>& steps, int slot, Range piece, size_t pieceWireBytes) {
     steps.push_back(
         stepCompress(slot, elemPtr(a.sendbuff, piece.off, dt), piece.len, dt, outgoingPiece(c, slot, r)));

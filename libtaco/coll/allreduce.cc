@@ -43,7 +43,7 @@ tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype
     return tacoSuccess;
   }
   if (const char* why = algoUnavailable(c->config.algo, in))
-    return setError(tacoInvalidUsage, "AllReduce : algorithm '%s' (config algo / TACO_ALGO) cannot run: %s",
+    return setError(tacoInvalidUsage, "tacoAllReduce: algorithm '%s' (config algo / TACO_ALGO) cannot run: %s",
                     algoName(c->config.algo), why);
   *algo = c->config.algo;
   return tacoSuccess;
@@ -55,7 +55,7 @@ tacoResult_t allReduceRun(tacoComm* c, const CollArgs& a, int algo) {
   Schedule sched;
   sched.comm = c;
   sched.steps.push_back(stepPlain(kPlainAllReduce, a.stream, a.sendbuff, a.recvbuff, a.count, a.dtype));
-  return submit(std::move(sched), "AllReduce");
+  return submit(std::move(sched), "tacoAllReduce");
 }
 
 tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {

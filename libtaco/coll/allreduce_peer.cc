@@ -24,17 +24,17 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op) {
   const PeerMemory* pm = c->peer;
   if (pm == nullptr) return tacoSuccess;
   if (*pm->abortHost != 0)
-    return setError(tacoInvalidUsage, "%s : the communicator was aborted (tacoCommAbort); destroy it", op);
+    return setError(tacoInvalidUsage, "%s: the communicator was aborted (tacoCommAbort); destroy it", op);
   if (commAsyncError(c) != tacoSuccess)
     return setError(tacoRemoteError,
-                    "%s : an earlier collective gave up waiting for a peer (%s); the ranks no longer agree "
+                    "%s: an earlier collective gave up waiting for a peer (%s); the ranks no longer agree "
                     "on their epochs: destroy the communicator",
                     op, *pm->statusHost == 2 ? "aborted" : "timed out after TACO_WAIT_TIMEOUT_S");
   return tacoSuccess;
 }
 
 tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
-  TACO_CHECK(peerCheckHealthy(c, "AllReduce"));
+  TACO_CHECK(peerCheckHealthy(c, "tacoAllReduce"));
   const PeerPlan plan = peerPlan(algo, c->codec, a.count, a.dtype, c->nranks, c->peer->bytes);
   Schedule sched;
   sched.comm = c;
@@ -54,7 +54,7 @@ tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
     sched.steps.push_back(std::move(s));
   }
   sched.steps.push_back(stepJoin(a.stream));
-  return submit(std::move(sched), "AllReduce");
+  return submit(std::move(sched), "tacoAllReduce");
 }
 
 namespace {
@@ -90,11 +90,11 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     if (steps[i]->algo != s0.algo || steps[i]->count != s0.count || steps[i]->dtype != s0.dtype ||
         steps[i]->chunk != s0.chunk)
       return setError(tacoInvalidUsage,
-                      "AllReduce : ranks %d and %d called with different counts, dtypes or algorithms (%zu/%d vs "
+                      "tacoAllReduce: ranks %d and %d called with different counts, dtypes or algorithms (%zu/%d vs "
                       "%zu/%d)",
                       c0->rank, comms[i]->rank, s0.count, (int)s0.dtype, steps[i]->count, (int)steps[i]->dtype);
   const PeerMemory* pm = c0->peer;
-  if (pm == nullptr) return setError(tacoInternalError, "AllReduce : peer step without peer memory");
+  if (pm == nullptr) return setError(tacoInternalError, "tacoAllReduce: peer step without peer memory");
   const PeerPlan plan = peerPlan(s0.algo, c0->codec, s0.count, s0.dtype, c0->nranks, pm->bytes);
 
   PeerLaunch L;
@@ -143,7 +143,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   const cudaError_t e = launchPeerAllReduce(L, threadsWanted(plan, L.wire, pieces, s0.dtype), s0.dtype, st);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return setError(tacoUnhandledCudaError, "AllReduce : launching the %s kernel: '%s'", algoName(s0.algo),
+    return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel: '%s'", algoName(s0.algo),
                     cudaGetErrorString(e));
   }
   if (n > 1) {

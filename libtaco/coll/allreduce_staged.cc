@@ -81,7 +81,7 @@ tacoResult_t allReduceStaged(tacoComm* c, const CollArgs& a) {
                                        piece[j].len, dt));
   }
   steps.push_back(stepJoin(a.stream));
-  return submit(std::move(sched), "AllReduce");
+  return submit(std::move(sched), "tacoAllReduce");
 }
 
 }  // namespace taco

@@ -29,12 +29,12 @@ tacoResult_t alltoAll(tacoComm* c, const CollArgs& a) {
   if (plain && a.sendbuff == a.recvbuff && !c->transport->alltoAllInPlace()) {
     if (!c->compressed)
       return setError(tacoNotSupported,
-                      "AlltoAll : in-place is not supported with codec none on the %s transport; use "
+                      "tacoAlltoAll: in-place is not supported with codec none on the %s transport; use "
                       "separate buffers",
                       c->transport->name());
     plain = false;  // the compressed schedule stages through the workspace, so it can run in place
   }
-  return submitBlockwise(c, a, plain, kPlainAlltoAll, "AlltoAll",
+  return submitBlockwise(c, a, plain, kPlainAlltoAll, "tacoAlltoAll",
                          [&](std::vector<Step>& steps, int slot, Range piece, size_t pieceWireBytes) {
     for (int j = 0; j < P; ++j)
       steps.push_back(stepCompress(slot, elemPtr(a.sendbuff, j * n + piece.off, dt), piece.len, dt,

@@ -27,7 +27,7 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
   if (user != nullptr) {
     if (user->size < offsetof(tacoConfig_t, version) + sizeof(unsigned) || user->magic != TACO_CONFIG_MAGIC)
       return setError(tacoInvalidArgument,
-                      "%s : config argument is not initialised (bad size or magic; start from "
+                      "%s: config argument is not initialised (bad size or magic; start from "
                       "TACO_CONFIG_INITIALIZER)",
                       op);
     memcpy(&cfg, user, user->size < sizeof(cfg) ? user->size : sizeof(cfg));
@@ -41,12 +41,12 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
   if (cfg.checkConsistency == TACO_CONFIG_UNDEF_INT) cfg.checkConsistency = env.checkConsistency;
   if (cfg.algo == TACO_CONFIG_UNDEF_INT) cfg.algo = env.algo;
   if (cfg.algo < 0 || cfg.algo >= tacoNumAlgos)
-    return setError(tacoInvalidArgument, "%s : config algo %d is not a tacoAlgo_t (0..%d)", op, cfg.algo,
+    return setError(tacoInvalidArgument, "%s: config algo %d is not a tacoAlgo_t (0..%d)", op, cfg.algo,
                     tacoNumAlgos - 1);
   TACO_CHECK(codecParse(c->codecSpec.c_str(), &c->codec, op, "config codec"));
-  if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s : config chunkBytes must be > 0", op);
+  if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s: config chunkBytes must be > 0", op);
   if (cfg.pipelineDepth < 1 || cfg.pipelineDepth > kMaxDepth)
-    return setError(tacoInvalidArgument, "%s : config pipelineDepth %d is outside [1, %d] (2 or more overlap)",
+    return setError(tacoInvalidArgument, "%s: config pipelineDepth %d is outside [1, %d] (2 or more overlap)",
                     op, cfg.pipelineDepth, kMaxDepth);
   cfg.checkConsistency = cfg.checkConsistency ? 1 : 0;
   cfg.codec = c->codecSpec.c_str();
@@ -225,7 +225,7 @@ tacoResult_t commDestroy(tacoComm* c, bool abort) {
   if (c->pendingOps > 0) {
     if (!abort)
       return setError(tacoInvalidUsage,
-                      "CommDestroy : %d collectives of this communicator are queued in an open group; call "
+                      "tacoCommDestroy: %d collectives of this communicator are queued in an open group; call "
                       "tacoGroupEnd first (or tacoCommAbort)",
                       c->pendingOps);
     groupForget(c);
@@ -235,7 +235,7 @@ tacoResult_t commDestroy(tacoComm* c, bool abort) {
     for (cudaStream_t s : c->streams) {
       cudaError_t e = cudaStreamSynchronize(s);
       if (e != cudaSuccess && res == tacoSuccess)
-        res = setError(tacoUnhandledCudaError, "CommDestroy : waiting for the communicator's work: '%s'",
+        res = setError(tacoUnhandledCudaError, "tacoCommDestroy: waiting for the communicator's work: '%s'",
                        cudaGetErrorString(e));
     }
     if (res == tacoSuccess) peerTimelineReport(c);

@@ -162,7 +162,7 @@ tacoResult_t submit(Schedule&& s, const char* opName) {
   }
   if (loopbackWorldOf(c->transport) != nullptr && c->nranks > 1)
     return setError(tacoInvalidUsage,
-                    "%s : a loopback communicator of %d ranks must be driven inside "
+                    "%s: a loopback communicator of %d ranks must be driven inside "
                     "tacoGroupStart()/tacoGroupEnd(), one call per rank",
                     opName, c->nranks);
   std::vector<Schedule*> one{&s};
@@ -170,7 +170,7 @@ tacoResult_t submit(Schedule&& s, const char* opName) {
 }
 
 tacoResult_t groupEnd() {
-  if (tGroupDepth == 0) return setError(tacoInvalidUsage, "GroupEnd : no group is open (unbalanced tacoGroupEnd)");
+  if (tGroupDepth == 0) return setError(tacoInvalidUsage, "tacoGroupEnd: no group is open (unbalanced tacoGroupEnd)");
   if (--tGroupDepth > 0) return tacoSuccess;
   std::vector<Schedule> pending;
   pending.swap(tPending);
@@ -200,7 +200,7 @@ tacoResult_t groupEnd() {
       int missing = 0;
       for (const Schedule& p : progs) if (p.comm->rank == missing) ++missing;
       res = setError(tacoInvalidUsage,
-                     "GroupEnd : loopback rank %d of %d issued no collective in this group (every rank of a "
+                     "tacoGroupEnd: loopback rank %d of %d issued no collective in this group (every rank of a "
                      "loopback world must make the same calls)",
                      missing, progs[0].comm->nranks);
     } else {
@@ -212,6 +212,7 @@ tacoResult_t groupEnd() {
       for (Schedule& p : progs) commRecordError(p.comm);
       if (first == tacoSuccess) first = res;
     }
+    for (Schedule& p : progs) commReleaseAfterGroup(p.comm);  // taken when its first collective was queued
   }
   return first;
 }

@@ -37,7 +37,7 @@ tacoResult_t peerTimelineCreate(tacoComm* c) {
   const int every = envParams().peerTimeline;
   if (every == 0 || c->peer == nullptr || c->peerTimeline != nullptr) return tacoSuccess;
   PeerTimelineBuffer* b = new (std::nothrow) PeerTimelineBuffer();
-  if (b == nullptr) return setError(tacoSystemError, "TACO_PEER_TIMELINE : out of host memory");
+  if (b == nullptr) return setError(tacoSystemError, "TACO_PEER_TIMELINE: out of host memory");
   b->nRows = peerMaxCtasPerRank();
   b->every = every > 1 ? every : 0;
   const size_t bytes = (size_t)b->nRows * kTimelineSlots * sizeof(uint64_t);
@@ -48,7 +48,7 @@ tacoResult_t peerTimelineCreate(tacoComm* c) {
     cudaFree(b->rows);
     delete b;
     return setError(e == cudaErrorMemoryAllocation ? tacoOutOfMemory : tacoUnhandledCudaError,
-                    "TACO_PEER_TIMELINE : the timeline's %zu bytes could not be allocated: '%s'", bytes,
+                    "TACO_PEER_TIMELINE: the timeline's %zu bytes could not be allocated: '%s'", bytes,
                     cudaGetErrorString(e));
   }
   c->peerTimeline = b;
@@ -84,7 +84,7 @@ void peerTimelineReport(tacoComm* c) {
   const cudaError_t e = printLastLaunch(c, c->streams[0], "at destroy");
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    TACO_WARN("TACO_PEER_TIMELINE : reading rank %d's timeline failed: '%s'", c->rank, cudaGetErrorString(e));
+    TACO_WARN("TACO_PEER_TIMELINE: reading rank %d's timeline failed: '%s'", c->rank, cudaGetErrorString(e));
   }
 }
 

@@ -24,7 +24,7 @@ tacoResult_t reduceScatter(tacoComm* c, const CollArgs& a) {
   const size_t n = a.count;
   const tacoDataType_t dt = a.dtype;
   const bool plain = usePlain(c, n * P * dtypeBytes(dt));
-  return submitBlockwise(c, a, plain, kPlainReduceScatter, "ReduceScatter",
+  return submitBlockwise(c, a, plain, kPlainReduceScatter, "tacoReduceScatter",
                          [&](std::vector<Step>& steps, int slot, Range piece, size_t pieceWireBytes) {
     for (int j = 0; j < P; ++j)
       if (j != r)

@@ -34,7 +34,7 @@ const char* lastError();
     }                                                                                          \
   } while (0)
 
-// Argument check: `TACO_ARG(cond, "Compress : x argument is NULL")`.
+// Argument check: `TACO_ARG(cond, "tacoCompress: x argument is NULL")`.
 #define TACO_ARG(cond, ...)                                                  \
   do {                                                                       \
     if (!(cond)) return taco::setError(tacoInvalidArgument, __VA_ARGS__);    \

@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,6 +60,13 @@ struct tacoComm {
 
   int pendingOps = 0;  // collectives queued in an open group
   std::string lastError;  // last failure of an operation on this communicator
+
+  // The host thread using the communicator (its commThreadToken()), 0 when none: taken by
+  // every entry point that enqueues work or changes it, for the call, and kept from a
+  // collective queued in an open group to that group's tacoGroupEnd. A second thread is
+  // refused (tacoInvalidUsage) instead of racing on the streams, the workspace and the
+  // transport (NCCL takes one call at a time per communicator too).
+  std::atomic<uintptr_t> user{0};
 };
 
 namespace taco {
@@ -70,4 +78,16 @@ bool commHasPeerMemory(const tacoComm* c);
 void commRecordError(tacoComm* c);
 // The communicator's last error, or "" (also for NULL or a communicator that is not live).
 const char* commLastError(const tacoComm* c);
+
+// A value unique to the calling host thread while it runs (never 0).
+uintptr_t commThreadToken();
+// Takes the communicator for the calling thread, for entry point `op` (e.g. "tacoAllReduce"):
+// tacoInvalidUsage naming it when another thread has it. *taken: this call took it (it was
+// free), and commRelease must give it back; false when the thread had it already (from a
+// collective queued in its open group).
+tacoResult_t commAcquire(tacoComm* c, const char* op, bool* taken);
+// Gives the communicator back, unless collectives of it are queued in the thread's open group
+// (tacoGroupEnd gives it back then: commReleaseAfterGroup).
+void commRelease(tacoComm* c, bool taken);
+void commReleaseAfterGroup(tacoComm* c);
 }  // namespace taco

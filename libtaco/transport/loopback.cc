@@ -256,7 +256,7 @@ class LoopbackTransport : public Transport {
 
 tacoResult_t loopbackCreate(int nranks, Transport** out) {
   if (nranks < 1 || nranks > kMaxLoopbackRanks)
-    return setError(tacoInvalidArgument, "CommInitLoopback : nranks %d is outside [1, %d]", nranks,
+    return setError(tacoInvalidArgument, "tacoCommInitLoopback: nranks %d is outside [1, %d]", nranks,
                     kMaxLoopbackRanks);
   auto world = std::make_shared<World>(nranks);
   TACO_CHECK(world->init());
@@ -264,7 +264,7 @@ tacoResult_t loopbackCreate(int nranks, Transport** out) {
     out[r] = new (std::nothrow) LoopbackTransport(world, r);
     if (out[r] == nullptr) {
       for (int q = 0; q < r; ++q) delete out[q];
-      return setError(tacoSystemError, "CommInitLoopback : out of host memory");
+      return setError(tacoSystemError, "tacoCommInitLoopback: out of host memory");
     }
   }
   return tacoSuccess;

@@ -226,7 +226,7 @@ class NcclTransport : public Transport {
   }
   tacoResult_t alltoAll(const void* sb, void* rb, size_t n, tacoDataType_t dt, cudaStream_t s) override {
     if (sb == rb)
-      return setError(tacoNotSupported, "AlltoAll : in-place is not supported by the uncompressed NCCL path");
+      return setError(tacoNotSupported, "tacoAlltoAll: in-place is not supported by the uncompressed NCCL path");
     const size_t bytes = n * dtypeBytes(dt);
     const char* in = static_cast<const char*>(sb);
     char* out = static_cast<char*>(rb);
@@ -313,7 +313,7 @@ tacoResult_t ncclTransportCreate(const void* id128, int nranks, int rank, Transp
   *out = new (std::nothrow) NcclTransport(c, true, nranks, rank);
   if (*out == nullptr) {
     gNccl.commDestroy(c);
-    return setError(tacoSystemError, "CommInitRank : out of host memory");
+    return setError(tacoSystemError, "tacoCommInitRank: out of host memory");
   }
   return tacoSuccess;
 }
@@ -325,7 +325,7 @@ tacoResult_t ncclTransportWrap(void* ncclCommPtr, Transport** out) {
   NCCL_CALL(c, gNccl.commCount(c, &n));
   NCCL_CALL(c, gNccl.commUserRank(c, &r));
   *out = new (std::nothrow) NcclTransport(c, false, n, r);
-  if (*out == nullptr) return setError(tacoSystemError, "CommFromNccl : out of host memory");
+  if (*out == nullptr) return setError(tacoSystemError, "tacoCommFromNccl: out of host memory");
   return tacoSuccess;
 }
 

@@ -239,5 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """main(), ending quietly when the reader of stdout goes away (`python -m taco info | head -1`):
+    no traceback, exit status 141 (128 + SIGPIPE), as a shell tool killed by the signal."""
+    try:
+        rc = main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not at interpreter exit
+        return rc
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+        return 141
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -11,6 +11,7 @@ uint8 arrays whose size is compressed_size(codec, count, dtype).
 from __future__ import annotations
 
 import numbers
+import struct
 from typing import Any, Sequence
 
 from . import _lib
@@ -30,7 +31,7 @@ from ._arrays import (
     taco_dtype,
     _invalid,
 )
-from .errors import check
+from .errors import InvalidArgumentError, check, make_error
 
 __all__ = [
     "compress",
@@ -46,7 +47,21 @@ __all__ = [
 
 # ------------------------------------------------------------------ codecs
 
+# The largest element count the codec functions take (SIZE_MAX / 8 in the library: every
+# size in bytes of that many elements fits in size_t).
+MAX_COUNT = (1 << 64) // 8 - 1
+_MAGIC = 0x4F434154  # "TACO", the first 4 bytes of every compressed buffer (docs/format.md)
 
+
+def _codec_count(count: Any) -> int:
+    """`count` of a codec call: an integer in [1, MAX_COUNT]. 0 elements is refused by every
+    codec function, compressed_size included: a compressed buffer holds at least one."""
+    n = check_count(count, minimum=0)
+    if n == 0:
+        raise _invalid("count: 0 (a compressed buffer holds at least one element)")
+    if n > MAX_COUNT:
+        raise _invalid(f"count: {n} is larger than {MAX_COUNT}, the largest count whose sizes in bytes fit in size_t")
+    return n
 
 def default_codec() -> str:
     """The codec used when none is named: TACO_CODEC if set, else the library's default
@@ -71,7 +86,7 @@ def _check_block(block: Any) -> int | None:
     b = int(block)
     if b == 0:
         raise _invalid("block: 0 is not a block size (leave block out, or pass None, for the default)")
-    if not -(1 << 31) <= b < 1 << 31:
+    if not (32 <= b <= 1024 and b & (b - 1) == 0):
         raise _invalid(f"block: {b} is not a power of two in [32, 1024]")
     return b
 
@@ -93,18 +108,26 @@ def find_codec(codec: Any = None, block: int | None = None):
     if codec is None:
         codec = default_codec()
     if isinstance(codec, str):
-        check(lib.tacoCodecFind(_spec_bytes(codec), c))
+        rc = lib.tacoCodecFind(_spec_bytes(codec), c)
+        if rc != lib.tacoSuccess:
+            err = make_error(rc)
+            prefix = "tacoCodecFind: spec argument "
+            if isinstance(err, InvalidArgumentError) and err.message.startswith(prefix):
+                raise _invalid("codec: " + err.message[len(prefix):]) from None  # in the caller's words
+            raise err
         if block is not None and ":block=" in codec and block != c.blockSize:
             raise _invalid(f"codec: spec {codec!r} and block={block} disagree on the block size")
     elif isinstance(codec, f.CData) and f.typeof(codec) is f.typeof("tacoCodec_t"):
         c[0] = codec
     elif isinstance(codec, numbers.Integral) and not isinstance(codec, bool):
-        if not -(1 << 31) <= int(codec) < 1 << 31:
-            raise _invalid(f"codec: id {int(codec)} is not a known codec")
+        if not 0 <= int(codec) < lib.tacoNumCodecs:
+            raise _invalid(f"codec: id {int(codec)} is not a known codec (0..{lib.tacoNumCodecs - 1})")
         check(lib.tacoCodecFromId(int(codec), 0, c))
     else:
         raise TypeError(f"codec: expected a spec string or a codec id, got {type(codec).__name__}")
     if block is not None:
+        if c.blockSize == 0:
+            raise _invalid(f"block: codec '{_info(c[0])['name']}' has no block size")
         check(lib.tacoCodecFromId(c.id, block, c))
     return c[0]
 
@@ -147,7 +170,7 @@ def compressed_size(codec: Any, count: int, dtype: Any, *, block: int | None = N
     """Bytes that compressing `count` elements of `dtype` takes, header included."""
     f, lib = _lib.ffi(), _lib.lib()
     out = f.new("size_t*")
-    check(lib.tacoCompressedSize(find_codec(codec, block), check_count(count, minimum=0), taco_dtype(dtype), out))
+    check(lib.tacoCompressedSize(find_codec(codec, block), _codec_count(count), taco_dtype(dtype), out))
     return int(out[0])
 
 
@@ -197,6 +220,39 @@ def _check_wire_size(b: Buf, name: str, c, count: int, dname: str) -> None:
     if b.nbytes != need:
         raise _invalid(f"{name}: is {b.nbytes} bytes, but {count} {dname} elements of codec "
                        f"'{_info(c)['name']}' (block {c.blockSize}) compress to exactly {need}")
+    if not b.is_device:
+        _check_header(b, name, c, count, dname)
+
+
+def _check_header(b: Buf, name: str, c, count: int, dname: str) -> None:
+    """The 16-byte header of host wire `b` against codec, count and dtype, named in the caller's
+    words (the library checks it too, naming its own arguments). A device wire's header is
+    checked by the kernels, which cannot report: they write NaN (docs/api.md)."""
+    f, lib = _lib.ffi(), _lib.lib()
+    magic, cid, ver, log2b, dt, cnt = struct.unpack("<IBBBBQ", bytes(f.buffer(f.cast("char*", b.ptr), 16)))
+    info = _info(c)
+    if magic != _MAGIC:
+        raise _invalid(f"{name}: is not a libtaco compressed buffer (its first 4 bytes are 0x{magic:08x}, "
+                       f"not 0x{_MAGIC:08x})")
+    if cid != info["id"]:
+        what = f"codec id {cid}" if cid >= lib.tacoNumCodecs else f"codec '{codecs()[cid]}'"
+        raise _invalid(f"codec: '{info['name']}', but {name} was compressed with {what}")
+    if ver != info["format_version"]:
+        raise _invalid(f"{name}: has wire format version {ver}, but codec '{info['name']}' writes "
+                       f"{info['format_version']}")
+    block = info["block_size"]
+    if log2b != (block.bit_length() - 1 if block else 0):
+        if not block:
+            raise _invalid(f"{name}: was compressed with block size {1 << log2b}, but codec '{info['name']}' "
+                           f"has no blocks")
+        raise _invalid(f"block: {block}, but {name} was compressed with block size {1 << log2b}")
+    dtypes = _lib.enum_values("tacoDataType_t")
+    if dt not in [dtypes[k] for k in ("tacoFloat32", "tacoFloat16", "tacoBfloat16")]:
+        raise _invalid(f"{name}: header datatype byte {dt}, which is not a tacoDataType_t")
+    if cnt != count:
+        raise _invalid(f"count: {count}, but {name} holds {cnt} elements (its header)")
+    if info["code_bits"] == 0 and dt != taco_dtype(dname):
+        raise _invalid(f"dtype: {dname}, but {name} (codec 'none') holds {dtype_name(dt)} elements")
 
 
 def _inputs(wires: Sequence[Any], stream: int | None, c, count: int, dname: str) -> list[Buf]:
@@ -238,6 +294,8 @@ def compress(x: Any, codec: Any = None, *, block: int | None = None, dtype: Any 
     _resolve_stream(xb, s, "x")
     dname = check_data(xb, "x", dtype)
     dt = taco_dtype(dname)
+    if xb.count == 0:
+        raise _invalid("x: is empty (a compressed buffer holds at least one element)")
     nbytes = compressed_size(c, xb.count, dt)
     out, ob = _wire_out(out, xb, nbytes)
     on_device = check_same_place([("x", xb), ("out", ob)])
@@ -260,7 +318,7 @@ def decompress(wire: Any, codec: Any, count: int, dtype: Any, *, block: int | No
     lib = _lib.lib()
     c = find_codec(codec, block)
     s = stream_handle(stream)
-    count = check_count(count)
+    count = _codec_count(count)
     dname = dtype_name(dtype)
     dt = taco_dtype(dname)
     wb = describe_wire(wire, "wire", stream=s)
@@ -292,7 +350,7 @@ def _sum_inputs(wires, codec, block, count, dtype, exact, stream) -> tuple:
     (codec, wire buffers, dtype name, taco dtype, count, exact buffer or None)."""
     c = find_codec(codec, block)
     s = stream_handle(stream)
-    count = check_count(count)
+    count = _codec_count(count)
     dname = dtype_name(dtype)
     ins = _inputs(wires, s, c, count, dname)
     _resolve_stream(ins[0], s, "wires[0]")

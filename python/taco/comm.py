@@ -252,7 +252,9 @@ class Communicator:
         f, lib = _lib.ffi(), _lib.lib()
         algo = f.new("int*")
         h = self._handle()
-        check(lib.tacoCommAllReduceAlgo(h, operator.index(count), taco_dtype(dtype), algo), h)
+        # the thread's message: the query records nothing on the communicator, whose record may
+        # hold an older failure
+        check(lib.tacoCommAllReduceAlgo(h, operator.index(count), taco_dtype(dtype), algo))
         return _algo_name(algo[0])
 
     def tune(self, dtype: Any, stream: Any = None) -> dict | None:
@@ -393,8 +395,12 @@ class Communicator:
         the communicator raises InvalidUsageError saying it was aborted; close() and abort()
         do nothing."""
         if self._h is not None:
+            lib = _lib.lib()
             h, self._h, self._ended = self._h, None, "aborted"
-            check(_lib.lib().tacoCommAbort(h))
+            rc = lib.tacoCommAbort(h)
+            if rc == lib.tacoInvalidUsage:  # another thread is using it: nothing was freed
+                self._h, self._ended = h, ""
+            check(rc)
 
     @property
     def closed(self) -> bool:

@@ -24,10 +24,19 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
             (a block of several inputs: the largest K);  d = ((s * 2^-K) * c) / alpha
             W = decode(q) * d;  y = FWHT(W) (rotation) else W;  then with K = 64: y = sat(y,
             +-FLT_MAX 2^-64) * 2^64, with K = -64: y = y * 2^-64   (docs/codecs.md, "Range")
-    bf16: round to nearest even, saturating finite values at +-0x7F7F
+    wide: a negative s (its sign bit set; compress never writes one) marks a block that holds a sum
+            beyond FLT_MAX, scaled by 2^-64: it decodes with K = 64 and d = (|s| * c) / alpha, and
+            without the saturation, so that the values past FLT_MAX come back as +-Inf
+    bf16: round to nearest even; fp32 data saturates finite values at +-0x7F7F (16-bit data and
+            sums of it round to Inf past bf16's range, as the output dtype would)
 
-Accumulation of k compressed inputs plus an optional exact input, in order:
-R = W_0 + W_1 + ... (in the rotated domain), then y = unshift(FWHT(R)) + exact.
+Accumulation of k compressed inputs plus an optional exact input e, in order: R = W_0 + W_1 + ...
+(in the rotated domain), F = FWHT(R); the saturation applies only to one input that is not wide
+(sat); then y = unshift(F) + e, except at K = 64 with e, where
+y = (F + e 2^-64) 2^64 for |F| > FLT_MAX 2^-64 (the sum overflows: +-Inf, or finite again with e)
+and F 2^64 + e otherwise. A sum past FLT_MAX is +-Inf, as NCCL's fp32 sum (docs/codecs.md,
+"Overflow"). Decompress-reduce-compress compresses a block of that sum that holds +-Inf as the
+wide block y' = (K = 64 ? F : unshift(F) 2^-64) + e 2^-64 when y' is finite.
 """
 from __future__ import annotations
 
@@ -194,6 +203,8 @@ def _unpack_int6(packed: np.ndarray) -> np.ndarray:
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 LIFT_BELOW, LIFT_ABOVE = np.float32(2.0 ** -64), np.float32(2.0 ** 64)
 SHIFT_BELOW, SHIFT_ABOVE = np.float32(2.0 ** -100), np.float32(2.0 ** 100)
+TOP = np.float32(FLT_MAX * np.float32(2.0 ** -64))  # FLT_MAX 2^-64: the largest value a K = 64 decode keeps finite
+DOWN, UP = np.float32(2.0 ** -64), np.float32(2.0 ** 64)
 
 
 def _lift(m0: np.ndarray, adaptive: bool) -> np.ndarray:
@@ -211,30 +222,37 @@ def _next_up(s: np.ndarray) -> np.ndarray:
 
 
 def _decode_scales(c: "_Codec", scales: list):
-    """[(alpha, s)] per input (at least one) -> ([d per input], K). K is the block's
+    """[(alpha, s)] per input (at least one) -> ([d per input], K, sat). K is the block's
     exponent shift: per input 64 when d = (s*c)/alpha is above 2^100 (the rotation back could
-    overflow), -64 when below 2^-100 (code * d would lose bits to underflow), else 0 (the
-    plain decode), told from t = s*c and alpha without the division; the block takes the
-    largest. With K != 0 every d is computed from s * 2^-K."""
+    overflow), -64 when below 2^-100 (code * d would lose bits to underflow),
+    else 0 (the plain decode), told from t = s*c and alpha without the division; 64 for a wide
+    input (s < 0: its values are |s|'s times 2^64); the block takes the largest. With K != 0
+    every d is computed from s * 2^-K (a wide input's from |s|). sat: the block is one input
+    that is not wide, whose decode saturates at +-FLT_MAX (a lone finite input never decodes to
+    Inf); a sum of several does not (it overflows as NCCL's sum does)."""
     with np.errstate(all="ignore"):
         ks = []
         for a, s in scales:
             t, aa = np.abs(s * c.c), np.abs(a)
-            ks.append(np.where(t > aa * SHIFT_ABOVE, 64, np.where(t < aa * SHIFT_BELOW, -64, 0)))
+            ks.append(np.where(s < 0, 64, np.where(t > aa * SHIFT_ABOVE, 64, np.where(t < aa * SHIFT_BELOW, -64, 0))))
         K = np.max(ks, axis=0).astype(np.int64)
         shift = np.ldexp(np.float32(1), -K).astype(np.float32)
-        ds = [(((s * shift) * c.c) / a).astype(np.float32) for a, s in scales]
-    return ds, K
+        ds = [((np.where(s < 0, -s, s * shift).astype(np.float32) * c.c) / a).astype(np.float32) for a, s in scales]
+        sat = np.full(K.shape, len(scales) == 1) & ~(scales[0][1] < 0)
+    return ds, K, sat
 
 
-def _unshift(r: np.ndarray, K: np.ndarray) -> np.ndarray:
-    """The decoded block back from 2^-K: saturated at +-FLT_MAX (K = 64), rounded once into
-    the subnormal range (K = -64)."""
+def _saturate(r: np.ndarray, sat: np.ndarray) -> np.ndarray:
+    """r clamped at +-FLT_MAX 2^-64 in the blocks where sat holds."""
+    return np.where(sat[:, None] & (np.abs(r) > TOP), np.copysign(TOP, r), r).astype(np.float32)
+
+
+def _unshift(r: np.ndarray, K: np.ndarray, sat: np.ndarray) -> np.ndarray:
+    """The decoded block back from 2^-K: saturated at +-FLT_MAX where sat holds, else +-Inf past
+    it (K = 64), rounded once into the subnormal range (K = -64)."""
     with np.errstate(all="ignore"):
-        lim = np.float32(FLT_MAX * np.float32(2.0 ** -64))
-        sat = np.where(np.abs(r) > lim, np.copysign(lim, r), r).astype(np.float32)
-        up = sat * np.float32(2.0 ** 64)
-        down = r * np.float32(2.0 ** -64)
+        up = _saturate(r, sat) * UP
+        down = r * DOWN
         return np.where((K > 0)[:, None], up, np.where((K < 0)[:, None], down, r)).astype(np.float32)
 
 
@@ -280,11 +298,14 @@ def _compress_blocks(c: _Codec, v: np.ndarray):
 
 
 def _to_wire(c: _Codec, v: np.ndarray, dtype) -> np.ndarray:
-    """Elementwise codecs: fp32 values -> wire elements. bf16 rounds to nearest even and
-    saturates: a finite value beyond bf16's largest finite (it would round to Inf) becomes
-    +-0x7F7F; NaN and Inf stay. `none` is the dtype itself."""
+    """Elementwise codecs: fp32 values -> wire elements. bf16 rounds to nearest even; for fp32
+    data it saturates: a finite value beyond bf16's largest finite (it would round to Inf) becomes
+    +-0x7F7F; NaN and Inf stay. 16-bit data cannot reach it, and a sum of it that does is Inf,
+    as in the dtype itself. `none` is the dtype itself."""
     if c.fmt != "bf16":
         return v.astype(np.dtype(dtype))
+    if np.dtype(dtype) != np.float32:  # 16-bit data: a sum past bf16's range is Inf in the dtype too
+        return v.astype(np.float32).astype(ml_dtypes.bfloat16)
     u = v.astype(np.float32).view(np.uint32)
     with np.errstate(over="ignore"):
         over = ((u & np.uint32(0x7FFFFFFF)) - np.uint32(0x7F7F8000)) < np.uint32(0x8000)
@@ -369,30 +390,46 @@ def compress(x: np.ndarray, codec: str = "taco", block: int | None = None) -> np
     return _pack(c, x.size, x.dtype, codes, alpha, s)
 
 
-def _accumulate(c: _Codec, wires, count: int, dtype, exact) -> np.ndarray:
-    """fp32 sum of the decoded inputs (+ exact), padded to whole blocks (nblocks, B) or flat."""
+def _accumulate(c: _Codec, wires, count: int, dtype, exact):
+    """(y, wide): the fp32 sum of the decoded inputs (+ exact), padded to whole blocks (nblocks, B)
+    or flat, and for block codecs the same sum scaled by 2^-64 (the wide block that
+    decompress_reduce_compress writes where y overflowed; None for the others)."""
     unpacked = [_unpack(c, w, count, dtype) for w in wires]
     shape = (count,) if not c.blocked else (-(-count // c.B), c.B)
-    parts, K = [f for f, _ in unpacked], None
-    if c.blocked and unpacked:
-        ds, K = _decode_scales(c, [sc for _, sc in unpacked])
+    parts = [f for f, _ in unpacked]
+    ex = None
+    if exact is not None:
+        e = np.asarray(exact).reshape(-1)
+        if e.size != count or e.dtype != np.dtype(dtype):
+            raise ValueError("exact argument must have count elements of dtype")
+        ex = e.astype(np.float32) if not c.blocked else _as_blocks(e, c)
     with np.errstate(all="ignore"):
-        if K is not None:
+        if not c.blocked:
+            r = np.zeros(shape, np.float32) if not parts else parts[0].copy()
+            for p in parts[1:]:
+                r = r + p
+            return (r if ex is None else r + ex), None
+        if unpacked:
+            ds, K, sat = _decode_scales(c, [sc for _, sc in unpacked])
             parts = [f * d[:, None] for f, d in zip(parts, ds)]
-        r = np.zeros(shape, np.float32) if not parts else parts[0].copy()
-        for p in parts[1:]:
-            r = r + p
+            F = parts[0].copy()
+            for p in parts[1:]:
+                F = F + p
+        else:
+            K, sat = np.zeros(shape[0], np.int64), np.zeros(shape[0], bool)
+            F = np.zeros(shape, np.float32)
         if c.rotate:
-            r = _fwht(r)
-        if K is not None:
-            r = _unshift(r, K)
-        if exact is not None:
-            e = np.asarray(exact).reshape(-1)
-            if e.size != count or e.dtype != np.dtype(dtype):
-                raise ValueError("exact argument must have count elements of dtype")
-            ex = e.astype(np.float32) if not c.blocked else _as_blocks(e, c)
-            r = r + ex
-    return r
+            F = _fwht(F)
+        y = _unshift(F, K, sat)
+        top = (K > 0)[:, None]
+        Fs = _saturate(F, sat)
+        wide = np.where(top, Fs, y * DOWN).astype(np.float32)
+        if ex is not None:
+            # at K = 64 the exact input joins the sum scaled where F alone is past FLT_MAX
+            y_top = np.where(np.abs(Fs) > TOP, (Fs + ex * DOWN) * UP, Fs * UP + ex).astype(np.float32)
+            y = np.where(top, y_top, y + ex).astype(np.float32)
+            wide = (wide + ex * DOWN).astype(np.float32)
+    return y, wide
 
 
 def _finish(r: np.ndarray, count: int, dtype) -> np.ndarray:
@@ -410,23 +447,28 @@ def decompress_accumulate(wires, codec: str, count: int, dtype=np.float32, exact
     """Sum of the decompressed inputs plus `exact`, in fp32, rounded once to dtype."""
     c = _Codec(codec, block)
     _dtype_code(dtype)
-    return _finish(_accumulate(c, list(wires), count, dtype, exact), count, dtype)
+    return _finish(_accumulate(c, list(wires), count, dtype, exact)[0], count, dtype)
 
 
 def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, exact=None,
                                block: int | None = None):
     """(wire, y): the fp32 sum (not rounded to dtype) compressed exactly as compress() would
-    compress it, and the decompression of that wire rounded to dtype."""
+    compress it, and the decompression of that wire rounded to dtype. A block of the sum that
+    overflowed (holds +-Inf, while its scaled version is finite) is written wide: the scaled
+    sum compressed, s stored negated."""
     c = _Codec(codec, block)
     _dtype_code(dtype)
-    r = _accumulate(c, list(wires), count, dtype, exact)
+    r, wide = _accumulate(c, list(wires), count, dtype, exact)
     if not c.blocked:
         codes = _to_wire(c, r, dtype).view(np.uint8).reshape(1, -1)
         wire = _pack(c, count, dtype, codes)
     else:
-        r = r.copy()
+        r, wide = r.copy(), wide.copy()
         r.reshape(-1)[count:] = 0.0  # the sum is compressed as compress() would: zero padding
-        codes, alpha, s = _compress_blocks(c, r)
+        wide.reshape(-1)[count:] = 0.0
+        use = ~np.all(np.isfinite(r), axis=1) & np.all(np.isfinite(wide), axis=1)
+        codes, alpha, s = _compress_blocks(c, np.where(use[:, None], wide, r).astype(np.float32))
+        s = np.where(use, -s, s).astype(np.float32)
         wire = _pack(c, count, dtype, codes, alpha, s)
     return wire, decompress(wire, codec, count, dtype, block=block)
 

@@ -12,24 +12,23 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
 
 
-def _gpu_or_skip():
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("torch is not installed (the GPU tests use torch tensors)")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
+def _gpu():
+    """torch, with a CUDA GPU. These tests run only where there is a GPU (tests/conftest.py skips
+    them elsewhere), so a missing torch, or a torch that sees no GPU, is a failure, not a skip."""
+    import torch
+
+    assert torch.cuda.is_available(), "torch sees no CUDA GPU on a machine with one (a CPU-only torch?)"
     return torch
 
 
 @pytest.fixture(scope="module")
 def torch():
-    return _gpu_or_skip()
+    return _gpu()
 
 
 @pytest.fixture(scope="module")
 def taco():
-    _gpu_or_skip()
+    _gpu()
     import taco
     import taco.comm
 

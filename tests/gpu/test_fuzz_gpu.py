@@ -1,26 +1,29 @@
-"""Fuzzing the device codec kernels (fixed seed, bounded time): mutated, random and
-valid-header-random-payload wires go through decompress, decompress-accumulate and
+"""Fuzzing the device codec kernels: a fixed number of cases, drawn with a fixed seed, codecs
+from taco.codecs() (tests/fuzz_cases.py). Valid, random-payload, bit-flipped, header-changed,
+random and truncated wires go through decompress, decompress-accumulate and
 decompress-reduce-compress on CuPy arrays. After every call the stream must finish within a
-deadline (no hang) and synchronise without error (no fault); the output must be well formed.
-Where the host twin accepts the same wires, the device output must equal it bit for bit (NaN
-equal to NaN), as docs/api.md promises."""
-import struct
+deadline (no hang) and synchronise without error (no fault). Each case's outcome is the one the
+spec gives (fuzz_cases.refusal):
+- accepted: the device output equals the host twin's bit for bit (NaN equal to NaN), as
+  docs/api.md promises;
+- a wrong size: refused in Python with the message the spec names, for device and host alike;
+- a header the spec refuses: the host twin refuses it with the message the spec names, and the
+  kernels, which cannot report an error, write NaN over the whole output (docs/api.md).
+Every case is one of these, counted; at least fuzz_cases.ACCEPTED_SHARE are accepted and
+compared, and some of each refusal are seen."""
 import time
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import taco
+import fuzz_cases as fz
+from fuzz_cases import DTYPES
 
 pytestmark = pytest.mark.gpu
 
 SEED = 20240612
-DTYPES = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
-          "bfloat16": np.dtype(ml_dtypes.bfloat16)}
-BLOCKS = [32, 64, 128, 256, 512, 1024]
-MAGIC = 0x4F434154
-SECONDS = 20.0
+CASES = 400
 HANG_S = 30.0
 
 
@@ -66,71 +69,76 @@ def wires_same(dev, host, spec, dname):
     return same(dev[16:16 + n], host[16:16 + n], pdt)
 
 
-def header(c, count, dname, change=None):
-    f = dict(magic=MAGIC, id=c.id, version=1, log2b=c.blockSize.bit_length() - 1 if c.blockSize else 0,
-             dtype=list(DTYPES).index(dname), count=count)
-    f.update(change or {})
-    return np.frombuffer(struct.pack("<IBBBBQ", *f.values()), np.uint8)
-
-
-def wire_for(rng, c, spec, count, dname):
-    n = taco.compressed_size(c, count, dname)
-    kind = rng.integers(4)
-    if kind == 0:  # random bytes
-        return rng.integers(0, 256, n, dtype=np.uint8)
-    if kind == 1:  # a valid header, random payload
-        w = rng.integers(0, 256, n, dtype=np.uint8)
-        w[:16] = header(c, count, dname)
-        return w
-    with np.errstate(over="ignore"):  # fp16 overflows to Inf: an input like any other
-        x = (rng.laplace(size=count) * 10.0 ** rng.integers(-8, 8)).astype(np.float32).astype(DTYPES[dname])
-    w = taco.compress(x, spec)
-    if kind == 2:  # bit flips
-        for _ in range(int(rng.integers(1, 8))):
-            pos = int(rng.integers(w.size))
-            w[pos] ^= np.uint8(1 << int(rng.integers(8)))
-    else:  # a changed header field
-        field = ["magic", "id", "version", "log2b", "dtype", "count"][rng.integers(6)]
-        top = {"magic": 1 << 32, "count": 1 << 64}.get(field, 256)
-        w[:16] = header(c, count, dname, {field: int(rng.integers(0, top, dtype=np.uint64))})
-    return w
+def all_nan(dev, dname):
+    """Every element of a device result (CuPy; bf16 as uint16 bits) is NaN."""
+    bits = np.uint32 if dname == "float32" else np.uint16
+    return bool(np.all(np.isnan(np.asarray(dev).view(bits).view(DTYPES[dname]).astype(np.float32))))
 
 
 def test_fuzz_device_kernels(cp):
     rng = np.random.default_rng(SEED)
-    end = time.monotonic() + SECONDS
-    i = 0
-    while i < 50 or time.monotonic() < end:
-        i += 1
-        name = taco.codecs()[rng.integers(8)]
-        blocked = taco.codec_info(name)["block_size"] > 0
-        spec = f"{name}:block={rng.choice(BLOCKS)}" if blocked and rng.random() < 0.7 else name
-        c = taco.find_codec(spec)
+    seen = {"accepted": 0, "size": 0, "header": 0}
+    for i in range(CASES):
+        spec, c = fz.random_codec(rng)
         count = int(rng.integers(1, 5000))
-        dname = list(DTYPES)[rng.integers(3)]
-        wires = [wire_for(rng, c, spec, count, dname) for _ in range(int(rng.integers(1, 4)))]
+        dname = list(DTYPES)[int(rng.integers(3))]
+        kinds = [fz.KINDS[int(rng.integers(len(fz.KINDS)))] for _ in range(int(rng.integers(1, 4)))]
+        if rng.random() < 0.5:
+            kinds = ["valid"] + [k if k in fz.ACCEPTED_KINDS else "valid" for k in kinds[1:]]
+        wires = [fz.make_wire(rng, k, c, spec, count, dname) for k in kinds]
         dwires = [cp.asarray(w) for w in wires]
-        what = f"case {i}: {spec} count={count} {dname}"
+        what = f"case {i}: {spec} count={count} {dname} {kinds}"
 
+        bad = fz.refusal(wires, c, count, dname)  # in the host's order: each wire's size, then its header
+        need = taco.compressed_size(c, count, dname)
+        short = next((j for j, w in enumerate(wires) if w.size != need), None)
+        if short is not None:  # Python checks every size, of device wires too; headers only on the host
+            seen["size"] += 1
+            for arrays, (j, why) in ((dwires, (short, "size")), (wires, bad)):
+                with pytest.raises(taco.InvalidArgumentError) as e:
+                    taco.decompress_accumulate(arrays, spec, count, dname)
+                want = fz.py_message(why, f"wires[{j}]", wires[j], count, dname)
+                assert want in str(e.value), f"{what}: refused with {e.value}, the spec says {want!r}"
+            continue
+
+        first = fz.refusal(wires[:1], c, count, dname)
         y = taco.decompress(dwires[0], spec, count, dname)
         finish(cp, what + " decompress")
         assert y.shape == (count,) and y.dtype.itemsize == DTYPES[dname].itemsize
-        try:
-            yh = taco.decompress(wires[0], spec, count, dname)
-            assert same(cp.asnumpy(y), yh, dname), what + ": decompress differs from the host twin"
-        except taco.InvalidArgumentError:
-            pass
+        if first is None:
+            assert same(cp.asnumpy(y), taco.decompress(wires[0], spec, count, dname), dname), \
+                what + ": decompress differs from the host twin"
+        else:
+            assert all_nan(cp.asnumpy(y), dname), what + ": a refused header did not give NaN"
+            with pytest.raises(taco.InvalidArgumentError) as e:
+                taco.decompress(wires[0], spec, count, dname)
+            assert fz.py_message(first[1], "wire", wires[0], count, dname) in str(e.value), f"{what}: {e.value}"
 
         acc = taco.decompress_accumulate(dwires, spec, count, dname)
         finish(cp, what + " decompress_accumulate")
-        assert acc.shape == (count,)
         out, y2 = taco.decompress_reduce_compress(dwires, spec, count, dname, return_decompressed=True)
         finish(cp, what + " decompress_reduce_compress")
-        assert out.shape == (taco.compressed_size(spec, count, dname),) and y2.shape == (count,)
-        try:
+        assert acc.shape == (count,) and y2.shape == (count,)
+        assert out.shape == (taco.compressed_size(spec, count, dname),)
+        if bad is None:
+            seen["accepted"] += 1
             acch = taco.decompress_accumulate(wires, spec, count, dname)
             assert same(cp.asnumpy(acc), acch, dname), what + ": accumulate differs from the host twin"
-            outh = taco.decompress_reduce_compress(wires, spec, count, dname)
+            outh, y2h = taco.decompress_reduce_compress(wires, spec, count, dname, return_decompressed=True)
             assert wires_same(cp.asnumpy(out), outh, spec, dname), what + ": reduce-compress differs from the host twin"
-        except taco.InvalidArgumentError:
-            pass
+            assert same(cp.asnumpy(y2), y2h, dname), what + ": reduce-compress's y differs from the host twin"
+        else:
+            seen["header"] += 1
+            want = fz.py_message(bad[1], f"wires[{bad[0]}]", wires[bad[0]], count, dname)
+            for call in (lambda: taco.decompress_accumulate(wires, spec, count, dname),
+                         lambda: taco.decompress_reduce_compress(wires, spec, count, dname)):
+                with pytest.raises(taco.InvalidArgumentError) as e:
+                    call()
+                assert want in str(e.value), f"{what}: the host twin refused with {e.value}, the spec says {want!r}"
+            assert all_nan(cp.asnumpy(acc), dname), what + ": accumulate of a refused header did not give NaN"
+            assert all_nan(cp.asnumpy(y2), dname), what + ": reduce-compress of a refused header did not give NaN"
+            assert all_nan(taco.decompress(cp.asnumpy(out), spec, count, dname).view(
+                np.uint16 if dname != "float32" else np.uint32), dname), what + ": its wire does not decode to NaN"
+    assert seen["accepted"] >= fz.ACCEPTED_SHARE * CASES, seen
+    assert seen["size"] >= 10 and seen["header"] >= 10, seen
+    assert sum(seen.values()) == CASES, seen

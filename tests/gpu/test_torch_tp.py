@@ -25,19 +25,18 @@ P = 4
 BATCH, D, H = 64, 1024, 4096
 
 
-def _torch_or_skip():
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("torch is not installed")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU visible to torch")
+def _torch():
+    """torch with a CUDA GPU: a missing torch, or one that sees no GPU, is a failure here (these
+    tests run only where there is a GPU; tests/conftest.py)."""
+    import torch
+
+    assert torch.cuda.is_available(), "torch sees no CUDA GPU on a machine with one (a CPU-only torch?)"
     return torch
 
 
 @pytest.fixture(scope="module")
 def torch():
-    return _torch_or_skip()
+    return _torch()
 
 
 @pytest.fixture(scope="module")

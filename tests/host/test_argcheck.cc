@@ -3,8 +3,12 @@
 // not live (never created, or destroyed: their magic is not kCommMagicLive).
 // White-box: a communicator is built by hand from core/comm.h, so that every
 // check before the first CUDA call can run on a machine without a GPU.
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
 
 #include "check.h"
 #include "core/comm.h"
@@ -26,7 +30,7 @@ void testNotLive(tacoComm* comm, const char* what) {
   tacoConfig_t cfg = TACO_CONFIG_INITIALIZER;
   tacoResult_t async = tacoSuccess;
   const char* notLive = "comm argument";
-  EXPECT_INVALID(tacoCommCount(comm, &n), nullptr, "CommCount : comm argument");
+  EXPECT_INVALID(tacoCommCount(comm, &n), nullptr, "tacoCommCount: comm argument");
   TEST_ASSERT_STR_CONTAINS(tacoGetLastError(nullptr), "is not a live communicator");
   TEST_ASSERT_EQ_INT(n, -1);
   EXPECT_INVALID(tacoCommUserRank(comm, &n), nullptr, notLive);
@@ -34,28 +38,114 @@ void testNotLive(tacoComm* comm, const char* what) {
   EXPECT_INVALID(tacoCommWorkspaceBytes(comm, &bytes), nullptr, notLive);
   EXPECT_INVALID(tacoCommGetAsyncError(comm, &async), nullptr, notLive);
   EXPECT_INVALID(tacoCommAllReduceAlgo(comm, 1024, tacoFloat32, &n), nullptr, notLive);
-  EXPECT_INVALID(tacoCommDestroy(comm), nullptr, "CommDestroy : comm argument");
-  EXPECT_INVALID(tacoCommAbort(comm), nullptr, "CommAbort : comm argument");
+  EXPECT_INVALID(tacoCommDestroy(comm), nullptr, "tacoCommDestroy: comm argument");
+  EXPECT_INVALID(tacoCommAbort(comm), nullptr, "tacoCommAbort: comm argument");
   EXPECT_INVALID(tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), nullptr,
-                 "AllReduce : comm argument");
+                 "tacoAllReduce: comm argument");
   EXPECT_INVALID(tacoReduceScatter(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), nullptr,
-                 "ReduceScatter : comm argument");
+                 "tacoReduceScatter: comm argument");
   EXPECT_INVALID(tacoAllGather(nullptr, nullptr, 0, tacoFloat32, comm, nullptr), nullptr,
-                 "AllGather : comm argument");
+                 "tacoAllGather: comm argument");
   EXPECT_INVALID(tacoAlltoAll(nullptr, nullptr, 0, tacoFloat32, comm, nullptr), nullptr,
-                 "AlltoAll : comm argument");
+                 "tacoAlltoAll: comm argument");
   // Nothing is recorded on a handle that is not live; its last error is the thread's.
   TEST_ASSERT(comm->lastError.empty());
-  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "AlltoAll : comm argument");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "tacoAlltoAll: comm argument");
+}
+
+// tacoInvalidUsage from `call`, naming the entry point and the communicator in use.
+#define EXPECT_IN_USE(call, op)                                                              \
+  do {                                                                                       \
+    TEST_ASSERT_EQ_INT((call), tacoInvalidUsage);                                            \
+    TEST_ASSERT_STR_CONTAINS(tacoGetLastError(nullptr), op ": comm argument");              \
+    TEST_ASSERT_STR_CONTAINS(tacoGetLastError(nullptr), "is in use by another host thread"); \
+  } while (0)
+
+void testInUse(tacoComm* comm) {
+  fprintf(stderr, "communicator in use by another thread\n");
+  const uintptr_t other = 0x1234560;  // no thread's token: commThreadToken() is an address in this thread's TLS
+  comm->user.store(other);
+  int n = -1;
+  EXPECT_IN_USE(tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), "tacoAllReduce");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "is in use by another host thread");  // recorded on it
+  EXPECT_IN_USE(tacoReduceScatter(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), "tacoReduceScatter");
+  EXPECT_IN_USE(tacoAllGather(nullptr, nullptr, 0, tacoFloat32, comm, nullptr), "tacoAllGather");
+  EXPECT_IN_USE(tacoAlltoAll(nullptr, nullptr, 0, tacoFloat32, comm, nullptr), "tacoAlltoAll");
+  EXPECT_IN_USE(tacoCommAllReduceAlgo(comm, 16, tacoFloat32, &n), "tacoCommAllReduceAlgo");
+  EXPECT_IN_USE(tacoCommDestroy(comm), "tacoCommDestroy");
+  EXPECT_IN_USE(tacoCommAbort(comm), "tacoCommAbort");
+  TEST_ASSERT(comm->user.load() == other);  // still the other thread's
+  TEST_ASSERT(comm->magic == taco::kCommMagicLive);
+  // what reads only fixed fields is not refused
+  TEST_ASSERT_EQ_INT(tacoCommCount(comm, &n), tacoSuccess);
+  comm->user.store(0);
+  TEST_ASSERT_EQ_INT(tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), tacoSuccess);
+  TEST_ASSERT(comm->user.load() == 0);  // given back at the end of the call
+
+  // Real threads, with calls that return at once (count 0): each call runs or is refused as
+  // in use, the flag is never left held, and a refusal names the communicator.
+  std::atomic<int> ran{0}, refusedCalls{0}, other_results{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&]() {
+      for (int i = 0; i < 20000; ++i) {
+        const tacoResult_t r = tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr);
+        if (r == tacoSuccess) {
+          ++ran;
+        } else if (r == tacoInvalidUsage && strstr(tacoGetLastError(nullptr), "is in use by another host thread")) {
+          ++refusedCalls;
+        } else {
+          ++other_results;
+        }
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  fprintf(stderr, "4 threads x 20000 calls: %d ran, %d refused as in use\n", ran.load(), refusedCalls.load());
+  TEST_ASSERT_EQ_INT(other_results.load(), 0);
+  TEST_ASSERT_EQ_INT(ran.load() + refusedCalls.load(), 80000);
+  TEST_ASSERT(ran.load() > 0);
+  TEST_ASSERT(comm->user.load() == 0);
+}
+
+// Each collective's output against its input: disjoint, or the one in-place arrangement.
+void testOverlap(tacoComm* comm) {
+  fprintf(stderr, "overlap rule of the collectives\n");
+  comm->nranks = 4;
+  comm->rank = 1;
+  // a fake device address: the pointer check is off for this part (TACO_CHECK_POINTERS=0 is
+  // read once, at the first use, so the process sets it before its first call: main)
+  char* base = reinterpret_cast<char*>(0x7f0000000000ull);
+  const size_t n = 256, eb = 4;
+  // AllReduce: recvbuff == sendbuff, or disjoint
+  EXPECT_INVALID(tacoAllReduce(base, base + 8, n, tacoFloat32, tacoSum, comm, nullptr), comm,
+                 "tacoAllReduce: recvbuff argument");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "overlaps sendbuff argument");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "but is not in place (recvbuff == sendbuff)");
+  EXPECT_INVALID(tacoAllReduce(base + n * eb - 4, base, n, tacoFloat32, tacoSum, comm, nullptr), comm,
+                 "overlaps sendbuff");
+  // AlltoAll: count elements per rank, P blocks: the same rule over P * count
+  EXPECT_INVALID(tacoAlltoAll(base, base + n * eb, n, tacoFloat32, comm, nullptr), comm,
+                 "tacoAlltoAll: recvbuff argument");
+  // ReduceScatter: recvbuff == sendbuff + rank * recvcount is in place; one element off is not
+  EXPECT_INVALID(tacoReduceScatter(base, base + n * eb + 4, n, tacoFloat32, tacoSum, comm, nullptr), comm,
+                 "(recvbuff == sendbuff + rank*recvcount)");
+  EXPECT_INVALID(tacoReduceScatter(base, base, n, tacoFloat32, tacoSum, comm, nullptr), comm, "not in place");
+  // AllGather: sendbuff == recvbuff + rank * sendcount is in place
+  EXPECT_INVALID(tacoAllGather(base + n * eb + 4, base, n, tacoFloat32, comm, nullptr), comm,
+                 "(sendbuff == recvbuff + rank*sendcount)");
+  EXPECT_INVALID(tacoAllGather(base, base, n, tacoFloat32, comm, nullptr), comm, "tacoAllGather: recvbuff");
+  comm->nranks = 1;
+  comm->rank = 0;
 }
 
 }  // namespace
 
 int main() {
+  setenv("TACO_CHECK_POINTERS", "0", 1);  // testOverlap's fake device addresses (read at the first use)
   // A NULL communicator is named as such.
-  EXPECT_INVALID(tacoCommCount(nullptr, nullptr), nullptr, "CommCount : comm argument is NULL");
+  EXPECT_INVALID(tacoCommCount(nullptr, nullptr), nullptr, "tacoCommCount: comm argument is NULL");
   EXPECT_INVALID(tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, tacoSum, nullptr, nullptr), nullptr,
-                 "AllReduce : comm argument is NULL");
+                 "tacoAllReduce: comm argument is NULL");
 
   // Handles that are not live: never created (zero magic, or any other memory),
   // and destroyed (the poisoned magic).
@@ -73,31 +163,40 @@ int main() {
   int n = -1;
   TEST_ASSERT_EQ_INT(tacoCommCount(comm, &n), tacoSuccess);
   TEST_ASSERT_EQ_INT(n, 1);
-  EXPECT_INVALID(tacoCommCount(comm, nullptr), nullptr, "CommCount : count argument is NULL");
+  EXPECT_INVALID(tacoCommCount(comm, nullptr), nullptr, "tacoCommCount: count argument is NULL");
   EXPECT_INVALID(tacoCommAllReduceAlgo(comm, 16, (tacoDataType_t)7, &n), nullptr,
-                 "CommAllReduceAlgo : datatype argument 7 is not a tacoDataType_t");
+                 "tacoCommAllReduceAlgo: datatype argument 7 is not a tacoDataType_t");
 
   // Collectives: failures are recorded on the communicator, and name the argument.
   float x[4] = {0, 0, 0, 0};
   EXPECT_INVALID(tacoAllReduce(x, x, 4, (tacoDataType_t)3, tacoSum, comm, nullptr), comm,
-                 "AllReduce : datatype argument 3");
+                 "tacoAllReduce: datatype argument 3");
   EXPECT_INVALID(tacoAllReduce(x, x, 4, (tacoDataType_t)-1, tacoSum, comm, nullptr), comm,
-                 "AllReduce : datatype argument -1");
+                 "tacoAllReduce: datatype argument -1");
   EXPECT_INVALID(tacoAllReduce(nullptr, x, 4, tacoFloat32, tacoSum, comm, nullptr), comm,
-                 "AllReduce : sendbuff argument is NULL");
+                 "tacoAllReduce: sendbuff argument is NULL");
   EXPECT_INVALID(tacoReduceScatter(x, nullptr, 4, tacoBfloat16, tacoSum, comm, nullptr), comm,
-                 "ReduceScatter : recvbuff argument is NULL");
+                 "tacoReduceScatter: recvbuff argument is NULL");
   EXPECT_INVALID(tacoAllGather(nullptr, x, 4, tacoFloat16, comm, nullptr), comm,
-                 "AllGather : sendbuff argument is NULL");
+                 "tacoAllGather: sendbuff argument is NULL");
   EXPECT_INVALID(tacoAlltoAll(x, nullptr, 4, tacoFloat32, comm, nullptr), comm,
-                 "AlltoAll : recvbuff argument is NULL");
+                 "tacoAlltoAll: recvbuff argument is NULL");
   // count 0 checks the op but not the buffers (as NCCL), and then does nothing.
   EXPECT_INVALID(tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, (tacoRedOp_t)7, comm, nullptr), comm,
-                 "AllReduce : op 7 is not supported");
+                 "tacoAllReduce: op 7 is not supported");
   EXPECT_INVALID(tacoReduceScatter(nullptr, nullptr, 0, tacoFloat32, (tacoRedOp_t)1, comm, nullptr), comm,
-                 "ReduceScatter : op 1");
+                 "tacoReduceScatter: op 1");
   TEST_ASSERT_EQ_INT(tacoAllReduce(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), tacoSuccess);
   TEST_ASSERT_EQ_INT(tacoAllGather(nullptr, nullptr, 0, tacoBfloat16, comm, nullptr), tacoSuccess);
+
+  // Overlap: one rule for every collective (api/argcheck, checkOverlap). Host memory is refused
+  // by the pointer check first unless TACO_CHECK_POINTERS=0, so these run with a fake device
+  // address where only the overlap is at stake: the checks come before any CUDA call.
+  testOverlap(comm);
+
+  // Another host thread holds the communicator (core/comm.h, tacoComm::user): every call that
+  // takes it is refused with tacoInvalidUsage naming it, recorded on it, and leaves it held.
+  testInUse(comm);
   delete comm;
 
   // Codec calls: the same checks and wording.
@@ -105,15 +204,15 @@ int main() {
   TEST_ASSERT_EQ_INT(tacoCodecFind("fp8-block", &codec), tacoSuccess);
   size_t bytes = 0;
   EXPECT_INVALID(tacoCompressedSize(codec, 16, (tacoDataType_t)5, &bytes), nullptr,
-                 "CompressedSize : datatype argument 5 is not a tacoDataType_t");
+                 "tacoCompressedSize: datatype argument 5 is not a tacoDataType_t");
   unsigned char wire[1024];
   EXPECT_INVALID(tacoHostCompress(codec, x, 0, tacoFloat32, wire, sizeof(wire)), nullptr,
-                 "HostCompress : count argument is 0");
+                 "tacoHostCompress: count argument is 0");
   EXPECT_INVALID(tacoHostCompress(codec, nullptr, 4, tacoFloat32, wire, sizeof(wire)), nullptr,
-                 "HostCompress : x argument is NULL");
+                 "tacoHostCompress: x argument is NULL");
   EXPECT_INVALID(tacoCompress(codec, nullptr, 4, tacoFloat32, wire, sizeof(wire), nullptr), nullptr,
-                 "Compress : x argument is NULL");
+                 "tacoCompress: x argument is NULL");
   EXPECT_INVALID(tacoHostDecompressAccumulate(codec, nullptr, 2, sizeof(wire), nullptr, x, 4, tacoFloat32),
-                 nullptr, "HostDecompressAccumulate : inputs argument is NULL");
+                 nullptr, "tacoHostDecompressAccumulate: inputs argument is NULL");
   return TEST_REPORT();
 }

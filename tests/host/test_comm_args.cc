@@ -57,9 +57,9 @@ int main() {
 
   // Collectives with a NULL communicator name it.
   TEST_ASSERT_EQ_INT(tacoAllReduce(NULL, NULL, 10, tacoFloat32, tacoSum, NULL, NULL), tacoInvalidArgument);
-  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "AllReduce : comm argument is NULL");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "tacoAllReduce: comm argument is NULL");
   TEST_ASSERT_EQ_INT(tacoReduceScatter(NULL, NULL, 10, tacoFloat32, tacoSum, NULL, NULL), tacoInvalidArgument);
-  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "ReduceScatter : comm");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "tacoReduceScatter: comm");
   TEST_ASSERT_EQ_INT(tacoAllGather(NULL, NULL, 10, tacoFloat32, NULL, NULL), tacoInvalidArgument);
   TEST_ASSERT_EQ_INT(tacoAlltoAll(NULL, NULL, 10, tacoFloat32, NULL, NULL), tacoInvalidArgument);
 

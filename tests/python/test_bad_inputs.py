@@ -151,7 +151,7 @@ def test_c_compress_and_decompress_check_byte_ranges(lib):
     x[:] = laplace(N)
     fp32 = lib.tacoFloat32
     _expect_overlap(lib, lib.tacoHostCompress(c, _p(x), N, fp32, _p(buf[1008:]), WIRE),
-                    "HostCompress : out argument")
+                    "tacoHostCompress: out argument")
     _expect_overlap(lib, lib.tacoHostCompress(c, _p(x), N, fp32, _p(buf[1008:]), WIRE), "overlaps x argument")
     # outBytes is a capacity: only the WIRE bytes written count, so a larger outBytes below x is fine
     assert lib.tacoHostCompress(c, _p(x), N, fp32, _p(buf[1024:]), 4096) == lib.tacoSuccess
@@ -185,9 +185,9 @@ def test_c_accumulate_checks_byte_ranges(lib):
     _expect_overlap(lib, acc(c, ins, 2, WIRE, _p(exact), _p(buf[512 + 64:]), N, fp32),
                     "overlaps inputs[1] argument")
     _expect_overlap(lib, acc(c, ins, 2, WIRE, _p(exact), _p(buf[2048 + 8:]), N, fp32),
-                    "partially overlaps exact argument")
+                    "overlaps exact argument")
     _expect_overlap(lib, acc(c, ins, 2, WIRE, _p(exact), _p(buf[2048 - 8:]), N, fp32),
-                    "only y == exact is allowed")
+                    "but is not in place (y == exact)")
     assert acc(c, ins, 2, WIRE, _p(exact), _p(exact), N, fp32) == lib.tacoSuccess  # in place
     assert acc(c, ins, 2, WIRE, f.NULL, _p(buf[4096:]), N, fp32) == lib.tacoSuccess
 
@@ -210,7 +210,7 @@ def test_c_reduce_compress_checks_byte_ranges(lib):
     _expect_overlap(lib, rc(out, _p(buf[4096 + 272:])), "overlaps y argument")
     _expect_overlap(lib, rc(out, _p(buf[256:])), "y argument")
     _expect_overlap(lib, rc(out, _p(buf[256:])), "overlaps inputs[0] argument")
-    _expect_overlap(lib, rc(out, _p(buf[2048 + 512:])), "partially overlaps exact argument")
+    _expect_overlap(lib, rc(out, _p(buf[2048 + 512:])), "overlaps exact argument")
     assert rc(out, y) == lib.tacoSuccess
     assert rc(out, f.NULL) == lib.tacoSuccess
     assert rc(out, _p(exact)) == lib.tacoSuccess  # y == exact: in place
@@ -226,15 +226,29 @@ def test_spec_with_nul_or_non_ascii_is_refused(spec):
 
 
 @pytest.mark.parametrize("spec", ["taco:block=+256", "taco:block= 256", "taco:block=256 ", "taco:block=0x100",
-                                  "taco:block=-256", "taco:block=", "taco:block=2.5e2", "taco:block=256:block=256"])
+                                  "taco:block=-256", "taco:block=", "taco:block=2.5e2"])
 def test_block_in_a_spec_is_decimal_digits_only(spec):
     with pytest.raises(taco.InvalidArgumentError, match="block size is not a decimal number"):
         taco.find_codec(spec)
 
 
+@pytest.mark.parametrize("spec", ["taco:block=64:block=128", "taco:block=256:block=256"])
+def test_repeated_block_option_is_named_as_such(spec, lib):
+    with pytest.raises(taco.InvalidArgumentError, match=f"^tacoInvalidArgument: codec: '{spec}': the block option "
+                                                        "is given twice$"):
+        taco.find_codec(spec)
+    c = taco._lib.ffi().new("tacoCodec_t*")
+    assert lib.tacoCodecFind(spec.encode(), c) == lib.tacoInvalidArgument
+    msg = taco._lib.ffi().string(lib.tacoGetLastError(taco._lib.ffi().NULL)).decode()
+    assert msg == f"tacoCodecFind: spec argument '{spec}': the block option is given twice", msg
+    with pytest.raises(taco.InvalidArgumentError, match="unknown option 'size=4'"):
+        taco.find_codec("taco:block=64:size=4")
+
+
 @pytest.mark.parametrize("spec", ["taco:block=0", "taco:block=99999999999999999999", "taco:block=2048"])
 def test_block_value_out_of_range_names_the_spec(spec):
-    with pytest.raises(taco.InvalidArgumentError, match=r"spec argument '.*': block size \d+ is not a power of two"):
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: codec: '.*': block size \d+ is not a "
+                                                        r"power of two"):
         taco.find_codec(spec)
 
 
@@ -287,19 +301,28 @@ def test_count_out_of_range_is_a_taco_error(count):
 
 
 def test_count_too_large_for_the_byte_arithmetic(lib):
-    # 2^62 elements would wrap size_t in the compressed size: the library refuses it, so the
-    # wire check cannot pass with a small buffer.
-    with pytest.raises(taco.InvalidArgumentError, match="count argument 4611686018427387904 is larger than"):
+    # 2^62 elements would wrap size_t in the compressed size: refused, in the caller's words (the
+    # Python argument `count`; the C function's name from C), so the wire check cannot pass with a
+    # small buffer.
+    msg = "^tacoInvalidArgument: count: 4611686018427387904 is larger than 2305843009213693951"
+    with pytest.raises(taco.InvalidArgumentError, match=msg):
         taco.compressed_size("taco", 1 << 62, "float32")
     wire = taco.compress(laplace(256), "taco")
-    with pytest.raises(taco.InvalidArgumentError, match="count argument .* is larger than"):
-        taco.decompress(wire, "taco", 1 << 62, "float32")
+    for call in (lambda: taco.decompress(wire, "taco", 1 << 62, "float32"),
+                 lambda: taco.decompress_accumulate([wire], "taco", 1 << 62, "float32"),
+                 lambda: taco.decompress_reduce_compress([wire], "taco", 1 << 62, "float32")):
+        with pytest.raises(taco.InvalidArgumentError, match=msg):
+            call()
     f = taco._lib.ffi()
     y = np.empty(256, np.float32)
     rc = lib.tacoHostDecompress(taco.find_codec("taco"), _p(wire), wire.size, _p(y), (1 << 64) - 16,
                                 lib.tacoFloat32)
     assert rc == lib.tacoInvalidArgument
-    assert "count argument" in f.string(lib.tacoGetLastError(f.NULL)).decode()
+    assert f.string(lib.tacoGetLastError(f.NULL)).decode().startswith(
+        "tacoHostDecompress: count argument 18446744073709551600 is larger than")
+    out = f.new("size_t*")
+    assert lib.tacoCompressedSize(taco.find_codec("taco"), 1 << 62, lib.tacoFloat32, out) == lib.tacoInvalidArgument
+    assert f.string(lib.tacoGetLastError(f.NULL)).decode().startswith("tacoCompressedSize: count argument")
 
 
 @pytest.mark.parametrize("count", [1.0, "256", None])
@@ -308,10 +331,85 @@ def test_count_must_be_an_integer(count):
         taco.decompress(taco.compress(laplace(256), "taco"), "taco", count, "float32")
 
 
-def test_count_zero_for_decompress():
-    with pytest.raises(taco.InvalidArgumentError, match="count: 0 is less than 1"):
-        taco.decompress(taco.compress(laplace(256), "taco"), "taco", 0, "float32")
-    assert taco.compressed_size("taco", 0, "float32") == 16  # a size query may ask about 0 elements
+def test_zero_elements_one_rule(lib):
+    """compress, decompress & co. and compressed_size all refuse 0 elements (a compressed buffer
+    holds at least one), in Python and in C."""
+    msg = r"^tacoInvalidArgument: count: 0 \(a compressed buffer holds at least one element\)$"
+    wire = taco.compress(laplace(256), "taco")
+    with pytest.raises(taco.InvalidArgumentError, match=msg):
+        taco.decompress(wire, "taco", 0, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=msg):
+        taco.decompress_accumulate([wire], "taco", 0, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=msg):
+        taco.decompress_reduce_compress([wire], "taco", 0, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=msg):
+        taco.compressed_size("taco", 0, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: x: is empty \(a compressed buffer "
+                                                        r"holds at least one element\)$"):
+        taco.compress(np.zeros(0, np.float32), "taco")
+    f = taco._lib.ffi()
+    out = f.new("size_t*")
+    assert lib.tacoCompressedSize(taco.find_codec("taco"), 0, lib.tacoFloat32, out) == lib.tacoInvalidArgument
+    assert f.string(lib.tacoGetLastError(f.NULL)).decode() == (
+        "tacoCompressedSize: count argument is 0 (a compressed buffer holds at least one element)")
+
+
+def test_errors_name_the_python_argument_and_the_c_function(lib):
+    """The messages the issue found in the library's words, in the caller's: the Python argument
+    (count, block, codec), the public C function, no space before a colon."""
+    wire = taco.compress(laplace(4096), "taco")
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: count: 4095, but wire holds 4096 "
+                                                        r"elements \(its header\)$"):
+        taco.decompress(wire, "taco", 4095, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: count: 4095, but wires\[1\] holds"):
+        taco.decompress_accumulate([taco.compress(laplace(4095), "taco"), wire], "taco", 4095, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: block: 7 is not a power of two in "
+                                                        r"\[32, 1024\]$"):
+        taco.compress(laplace(256), "taco", block=7)
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: block: codec 'none' has no block "
+                                                        r"size$"):
+        taco.compress(laplace(256), "none", block=64)
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: codec: 'tako': unknown codec"):
+        taco.compress(laplace(256), "tako")
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: codec: id 99 is not a known codec"):
+        taco.compress(laplace(256), 99)
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: codec: 'taco', but wire was "
+                                                        r"compressed with codec 'fp8-block'$"):
+        taco.decompress(taco.compress(laplace(256), "fp8-block"), "taco", 256, "float32")
+    # the C functions: the public name, the argument, no " : "
+    f = taco._lib.ffi()
+    y = np.empty(4096, np.float32)
+    assert lib.tacoHostDecompress(taco.find_codec("taco"), _p(wire), wire.size, _p(y), 4095,
+                                  lib.tacoFloat32) == lib.tacoInvalidArgument
+    assert f.string(lib.tacoGetLastError(f.NULL)).decode() == (
+        "tacoHostDecompress: in argument holds 4096 elements, but the count argument is 4095")
+    c = f.new("tacoCodec_t*")
+    assert lib.tacoCodecFromId(2, 7, c) == lib.tacoInvalidArgument
+    assert f.string(lib.tacoGetLastError(f.NULL)).decode().startswith(
+        "tacoCodecFromId: blockSize argument 7 is not a power of two in [32, 1024]")
+    bad = f.new("tacoCodec_t*")
+    bad.id, bad.blockSize = 2, 7
+    out = f.new("size_t*")
+    assert lib.tacoCompressedSize(bad[0], 16, lib.tacoFloat32, out) == lib.tacoInvalidArgument
+    assert f.string(lib.tacoGetLastError(f.NULL)).decode() == (
+        "tacoCompressedSize: codec argument: block size 7 of codec 'taco' is not a power of two in [32, 1024]")
+
+
+def test_no_message_has_a_space_before_its_colon():
+    """Every message format string of the library: `tacoName: ...`, never `Name : ...`."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "libtaco"
+    bad = []
+    for p in root.rglob("*"):
+        if p.suffix not in (".cc", ".cu", ".h", ".cuh"):
+            continue
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            for lit in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+                if re.search(r"\w : ", lit) or lit.startswith("%s : "):
+                    bad.append(f"{p.relative_to(root)}:{i}: {lit}")
+    assert not bad, "\n".join(bad)
 
 
 # ---- wires: a 1-D uint8 array (or bytes-like) of exactly the compressed size; a sane header

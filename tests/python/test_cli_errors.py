@@ -62,9 +62,15 @@ def test_taco_bench_without_a_command():
 
 BAD = [
     # bench codec
-    (["bench", "codec", "--block", "100"], "argument --block: block size 100 of codec 'taco' is not a power of two"),
+    (["bench", "codec", "--block", "100"], "argument --block: 100 is not a power of two in [32, 1024]"),
     (["bench", "codec", "--codec", "taco:block=128", "--block", "64"], "argument --block: spec 'taco:block=128'"),
     (["bench", "codec", "--count", "2^-1"], "argument --count: not a count: '2^-1'"),
+    # beyond the library's largest count, and too large for the memory (before any allocation)
+    (["bench", "codec", "--host", "--count", "2^70"],
+     "argument --count: must be <= 2305843009213693951, got '2^70' = 1180591620717411303424"),
+    (["bench", "codec", "--host", "--count", "2^36"],
+     "argument --count: 68719476736 elements needs about 2304.0 GiB of host memory"),
+    (["bench", "codec", "--host", "--count", "9" * 400], "argument --count: must be <= 2305843009213693951"),
     (["bench", "codec", "--count", "lots"], "argument --count: not a count: 'lots' (e.g. 2^28"),
     (["bench", "codec", "--dtype", "fp32,fp64"],
      "argument --dtype: unknown dtype 'fp64' (choose from fp32, bf16, fp16)"),
@@ -186,7 +192,7 @@ def _failing_parser():
     options.add_common(p)
 
     def run(args):
-        raise InvalidArgumentError(4, "CodecFind : spec argument 'x': unknown codec 'x'", "tacoInvalidArgument")
+        raise InvalidArgumentError(4, "tacoCodecFind: spec argument 'x': unknown codec 'x'", "tacoInvalidArgument")
     return p, run
 
 
@@ -224,3 +230,36 @@ def test_usage_error_carries_its_message():
                                          ("256M", 256 << 20), ("64k", 64 << 10), ("1G", 1 << 30)])
 def test_count_forms(text, value):
     assert options.count(1)(text) == value
+
+
+def test_closed_pipe_ends_quietly():
+    """`python -m taco info | head -1`: the reader goes away; no traceback, status 141."""
+    env = dict(os.environ, PYTHONPATH=str(Path(taco.__file__).resolve().parent.parent) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "taco", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    p.stdout.close()  # before the first line is written: the write fails with EPIPE
+    rc = p.wait(timeout=120)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    assert err == "", err
+    assert rc == 141
+    # and through a shell, as a user types it
+    sh = subprocess.run(["bash", "-c", f"'{sys.executable}' -m taco info | head -1"], capture_output=True, text=True,
+                        env=env, timeout=120)
+    assert sh.returncode == 0 and sh.stdout.startswith("taco (python)") and sh.stderr == "", sh
+
+
+def test_out_of_memory_during_a_run_is_one_line(monkeypatch, capsys):
+    """A MemoryError the size check did not foresee is one line and status 1, not a traceback."""
+    from taco_bench import codec as bench_codec
+
+    def no_memory(*a, **k):
+        raise MemoryError("Unable to allocate 512. GiB for an array with shape (137438953472,) and data type float32")
+
+    monkeypatch.delenv("TACO_DEBUG", raising=False)
+    monkeypatch.setattr(bench_codec, "laplace", no_memory)
+    assert main(["bench", "codec", "--host", "--count", "1024", "--codec", "taco", "--dtype", "fp32"]) == 1
+    out, err = capsys.readouterr()
+    assert _one_line(err) == ("python -m taco bench codec: error: out of memory: Unable to allocate 512. GiB for an "
+                              "array with shape (137438953472,) and data type float32 (--debug shows the traceback)\n")

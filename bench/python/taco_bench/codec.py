@@ -90,6 +90,9 @@ class _CupyBackend:
         with self.stream:
             return self.cp.empty(nbytes, dtype=np.uint8)
 
+    def free_bytes(self) -> int:
+        return int(self.cp.cuda.runtime.memGetInfo()[0])
+
     def to_host(self, a, dname: str) -> np.ndarray:
         self.stream.synchronize()
         h = self.cp.asnumpy(a)
@@ -140,6 +143,9 @@ class _TorchBackend:
         self.stream = torch.cuda.Stream()
         self.handle = self.stream.cuda_stream
         self.device_name = torch.cuda.get_device_name()
+
+    def free_bytes(self) -> int:
+        return int(self.torch.cuda.mem_get_info()[0])
 
     def upload(self, x32: np.ndarray, dname: str):
         t = self.torch
@@ -363,7 +369,7 @@ def format_table(res: dict) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--count", type=options.count(1), default=None,
+    p.add_argument("--count", type=options.count(1, _codec.MAX_COUNT), default=None,
                    help="elements (e.g. 2^28, 1<<20, 256M); default 2^28 on a GPU, 2^20 on the host")
     p.add_argument("--dtype", type=options.one_of(DTYPES, "dtype"), default=list(DTYPES),
                    help="comma list of fp32, bf16, fp16 (default all three)")
@@ -380,17 +386,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_common(p)
 
 
+# Bytes per element a run holds at its peak, beyond the codec's wire: the host run keeps the
+# fp32 Laplace data, the input in its dtype, the output and the error's float64 temporaries;
+# the GPU run the fp32 data and a converted copy on the host, and input, output, wire and
+# the error's float64 temporaries on the device.
+HOST_RUN_BYTES = 4 + 4 + 4 + 4 + 8 + 8 + 4
+GPU_RUN_HOST_BYTES = 4 + 4 + 4
+GPU_RUN_DEVICE_BYTES = 4 + 4 + 4 + 8 + 8  # input, output, wire, the error's float64 temporaries
+
+
+def check_memory(count: int, gpu, value: str) -> None:
+    """A --count whose buffers cannot fit is a usage error (exit 2) before any allocation."""
+    options.check_fits("--count", value, count * (GPU_RUN_HOST_BYTES if gpu else HOST_RUN_BYTES),
+                       options.available_host_memory(), "host")
+    if gpu is not None:
+        options.check_fits("--count", value, count * GPU_RUN_DEVICE_BYTES, gpu.free_bytes(), "device")
+
+
 def run(args: argparse.Namespace) -> int:
     codecs = codec_blocks(args.codec, args.block)
     be = None if args.host else gpu_backend()
+    count = (DEFAULT_HOST_COUNT if be is None else DEFAULT_GPU_COUNT) if args.count is None else args.count
+    check_memory(count, be, f"{count} elements")
     with Progress("bench codec", len(codecs) * len(args.dtype), "codec x dtype", quiet=args.quiet) as bar:
         if be is None:
             if not args.host:
                 print("# no GPU (or neither CuPy nor PyTorch): host codec accuracy table")
-            count = DEFAULT_HOST_COUNT if args.count is None else args.count
             res = run_host(count, args.dtype, codecs, progress=bar)
         else:
-            count = DEFAULT_GPU_COUNT if args.count is None else args.count
             res = run_gpu(be, count, args.dtype, codecs, args.warmup, args.iters, log=bar.print, progress=bar)
     res["library"] = _lib.library_path()
     res["library_version"] = _lib.lib().tacoGetVersion()

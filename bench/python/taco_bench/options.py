@@ -50,6 +50,12 @@ def run_command(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespa
     except UsageError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         raise
+    except MemoryError as e:  # numpy's "Unable to allocate ..." (the library's own is a TacoError too)
+        if debugging(args):
+            raise
+        print(f"{parser.prog}: error: out of memory: {e or 'an allocation failed'} (--debug shows the traceback)",
+              file=sys.stderr)
+        return 1
     except Exception as e:
         from taco.errors import TacoError
 
@@ -93,17 +99,39 @@ def parse_count(s: str) -> int:
     return int(t)
 
 
-def count(minimum: int = 1) -> Callable[[str], int]:
-    """An argument type: a count or size (parse_count's forms), at least `minimum`."""
+def count(minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An argument type: a count or size (parse_count's forms), in [minimum, maximum]."""
     def convert(s: str) -> int:
         try:
             v = parse_count(s)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"not a count: {s!r} ({EXAMPLES})") from None
         if v < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {s!r}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {s!r} = {v}")
         return v
     return convert
+
+
+def available_host_memory() -> int | None:
+    """Bytes of host memory available to a new allocation (Linux's MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_fits(option: str, value: str, need: int, have: int | None, where: str) -> None:
+    """UsageError naming `option` when a run needs `need` bytes of `where` memory and only `have`
+    (None: unknown, not checked) are available."""
+    if have is not None and need > have:
+        raise UsageError(f"argument {option}: {value} needs about {need / 2**30:.1f} GiB of {where} memory, "
+                         f"{have / 2**30:.1f} GiB are available")
 
 
 def integer(minimum: int | None = None) -> Callable[[str], int]:
@@ -171,10 +199,11 @@ def one_of(choices: Iterable[str], what: str = "value") -> Callable[[str], list[
 
 
 def library_detail(e: Exception) -> str:
-    """A library error's message without its code and function name: "unknown codec 'x' (...)"."""
+    """A library error's message without the function or argument it names and the spec it
+    quotes: "unknown codec 'x' (...)"."""
     msg = getattr(e, "message", str(e))
-    msg = re.sub(r"^\w+ ?: ", "", msg)  # "CodecFind : ...", "codec: ..."
-    return re.sub(r"^spec argument '[^']*': ", "", msg)
+    msg = re.sub(r"^\w+: ", "", msg)  # "tacoCodecFind: ...", "codec: ..."
+    return re.sub(r"^(spec argument )?'[^']*': ", "", msg)
 
 
 def codec_specs(s: str) -> list[str]:

@@ -137,28 +137,34 @@ __device__ __forceinline__ void inputScales(const Args& a, int q, size_t block, 
   s = a.k.adaptive ? sc[2 * block + 1] : sc[block];
 }
 
-// The decode's exponent shift of `block`: the largest of its inputs' (block_math.h,
-// decodeShift; a.in.n > 0). No division: the plain decode's cost stays one per input.
-__device__ __forceinline__ int blockDecodeShift(const Args& a, size_t block) {
-  int K = -64;
+// A block's decode shift: K, the largest of its inputs' (block_math.h, decodeShift), and
+// whether its unshift saturates (sat: one input, not wide).
+struct SumShift {
+  int K;
+  bool sat;
+};
+
+// The decode shift of `block` (a.in.n > 0). No division: the plain decode's cost stays one
+// per input.
+__device__ __forceinline__ SumShift blockDecodeShift(const Args& a, size_t block) {
+  SumShift sh{-64, false};
   for (int q = 0; q < a.in.n; ++q) {
     float alpha, s;
     inputScales(a, q, block, alpha, s);
-    K = max(K, decodeShift(s, alpha, a.k.c));
+    sh.K = max(sh.K, decodeShift(s, alpha, a.k.c));
+    if (q == 0) sh.sat = a.in.n == 1 && !wideScale(s);
   }
-  return K;
+  return sh;
 }
 
-// Back from the decode's exponent shift K != 0 (block_math.h, unshift).
+// Back from the decode's exponent shift K != 0 (block_math.h, unshift), in one loop: the
+// saturation limit is FLT_MAX 2^-64 with K > 0 and sat, else +Inf (no clamp; NaN stays NaN).
 template <int N>
-__device__ __forceinline__ void unshiftAll(float (&v)[N], int K) {
-  if (K < 0) {
+__device__ __forceinline__ void unshiftAll(float (&v)[N], int K, bool sat) {
+  const float mul = K < 0 ? 0x1p-64f : 0x1p64f;
+  const float lim = K > 0 && sat ? kTopScaled : INFINITY;
 #pragma unroll
-    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], -64);
-  } else {
-#pragma unroll
-    for (int r = 0; r < N; ++r) v[r] = unshift(v[r], 64);
-  }
+  for (int r = 0; r < N; ++r) v[r] = (fabsf(v[r]) > lim ? copysignf(lim, v[r]) : v[r]) * mul;
 }
 
 template <typename T, int FMT, bool FIRST>
@@ -197,21 +203,59 @@ __device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t blo
 
 // Decoded sum of the k inputs for this thread's elements of `block`: R = W_0 + W_1 + ...
 // (W_q = code * d_q, the first one assigned, not added to 0, so that -0 survives), then
-// the rotation, then back from the decode's exponent shift.
+// the rotation; still scaled by the decode's exponent shift, which it returns.
 template <typename T, int FMT>
-__device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
-                                               float (&v)[kPerThread]) {
-  int K = 0;
+__device__ __forceinline__ SumShift accumulateRaw(const Args& a, size_t block, int t, bool active,
+                                                  float (&v)[kPerThread]) {
+  SumShift sh{0, false};
   if (a.in.n == 0) {
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) v[r] = 0.0f;
   } else {
-    if (active) K = blockDecodeShift(a, block);
-    accumulateInput<T, FMT, true>(a, 0, block, t, active, K, v);
-    for (int q = 1; q < a.in.n; ++q) accumulateInput<T, FMT, false>(a, q, block, t, active, K, v);
+    if (active) sh = blockDecodeShift(a, block);
+    accumulateInput<T, FMT, true>(a, 0, block, t, active, sh.K, v);
+    for (int q = 1; q < a.in.n; ++q) accumulateInput<T, FMT, false>(a, q, block, t, active, sh.K, v);
   }
   if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
-  if (K != 0) unshiftAll(v, K);
+  return sh;
+}
+
+// The sum back from its shift, + the exact input a.x if there is one: at K = 64 the two
+// together (block_math.h, unshiftAddTop: a sum past FLT_MAX that the exact input does not
+// bring back is +-Inf), else unshift, then + x.
+template <typename T>
+__device__ __forceinline__ void finishSum(const Args& a, size_t block, int t, bool active, float (&v)[kPerThread],
+                                          SumShift sh) {
+  const bool exact = a.x != nullptr && active;
+  if (exact && sh.K > 0) {
+    const bool sat = sh.sat;
+    combineValues<T>(static_cast<const T*>(a.x), block, t, a, v,
+                     [sat](float u, float e) { return unshiftAddTop(u, e, sat); });
+    return;
+  }
+  if (sh.K != 0) unshiftAll(v, sh.K, sh.sat);
+  if (exact) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+}
+
+// The same sum scaled by 2^-64, for the wide block of a sum that overflowed
+// (block_math.h, wideValue): the exact input joins it as e * 2^-64.
+template <typename T>
+__device__ __forceinline__ void wideSum(const Args& a, size_t block, int t, bool active, float (&v)[kPerThread],
+                                        SumShift sh) {
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) v[r] = wideValue(v[r], sh.K, sh.sat);
+  if (a.x != nullptr && active)
+    combineValues<T>(static_cast<const T*>(a.x), block, t, a, v,
+                     [](float u, float e) { return u + e * 0x1p-64f; });
+}
+
+// A plain decompress (one input, no exact input) of this thread's elements of `block`
+// through the general loads: the sum of accumulateRaw, back from its shift.
+template <typename T, int FMT>
+__device__ __forceinline__ void accumulateTile(const Args& a, size_t block, int t, bool active,
+                                               float (&v)[kPerThread]) {
+  const SumShift sh = accumulateRaw<T, FMT>(a, block, t, active, v);
+  if (sh.K != 0) unshiftAll(v, sh.K, sh.sat);
 }
 
 // Block max |x| (NaN ignored) and whether the block holds NaN/Inf, for values already
@@ -330,11 +374,12 @@ __device__ __forceinline__ void storeScales(const Args& a, uint8_t* outWire, siz
 
 // Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
 // block, bad = it holds NaN/Inf. kReduceCompress leaves the decoded codes in v, and in
-// dOut and kOut the decode multiplier and exponent shift of the block.
+// dOut and kOut the decode multiplier and exponent shift of the block; wide (there only):
+// v is a sum scaled by 2^-64, whose stored s is negated (block_math.h, wideScale).
 template <typename T, int FMT, int MODE>
 __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
                                              float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
-                                             float& dOut, int& kOut) {
+                                             float& dOut, int& kOut, bool wide = false) {
   constexpr int V = Vec<T>::V;
   float lift;
   float alpha = prescale(a, v, m0, bad, a.k.tpb, lift);
@@ -347,9 +392,10 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     m = groupMax(m, a.k.tpb);
   }
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  const float sStored = MODE == kReduceCompress && wide ? -qs.s : qs.s;
   if constexpr (MODE == kReduceCompress) {
-    kOut = decodeShift(qs.s, alpha, a.k.c);
-    dOut = decodeScaleShifted(qs.s, alpha, a.k.c, kOut);
+    kOut = decodeShift(sStored, alpha, a.k.c);
+    dOut = decodeScaleShifted(sStored, alpha, a.k.c, kOut);
   }
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
 #pragma unroll
@@ -365,7 +411,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
     if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
   }
-  if (active && t == 0) storeScales(a, outWire, block, alpha, qs.s);
+  if (active && t == 0) storeScales(a, outWire, block, alpha, sStored);
 }
 
 // Compress of one tile: from the staged 16-byte chunks when the whole warp's blocks
@@ -507,7 +553,7 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
         for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
       }
       if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
-      if (K != 0) unshiftAll(v, K);
+      if (K != 0) unshiftAll(v, K, !wideScale(sc));
       storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     } else {
       const bool active = block < a.nBlocks;
@@ -519,24 +565,33 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   cpAsyncWait<0>();
 }
 
+// Zero past `count`, as compress() pads (the rotation leaves the padding of the last block
+// non-zero).
+template <typename T>
+__device__ __forceinline__ void zeroPadding(const Args& a, size_t block, int t, bool active, float (&v)[kPerThread]) {
+  if (active && (block + 1) * a.k.B > a.count) {
+    constexpr int V = Vec<T>::V;
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
+      if (idx >= a.count) v[r] = 0.0f;
+    }
+  }
+}
+
 // The end of a decompress-accumulate or decompress-reduce-compress tile, the sum (+ the
 // exact input) in v: accumulate stores it; reduce-compress compresses it, zero past
-// `count` as compress() pads (the rotation leaves the padding of the last block
-// non-zero), and optionally decompresses it again into y.
+// `count`, and optionally decompresses it again into y. Returns whether the block's sum
+// held NaN or +-Inf (reduce-compress): it was written as a NaN block, and wideBlocks()
+// looks at it again.
 template <typename T, int MODE, int FMT>
-__device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, bool active,
+__device__ __forceinline__ bool sumTileOut(const Args& a, size_t block, int t, bool active,
                                            float (&v)[kPerThread]) {
   if constexpr (MODE == kAccumulate) {
     if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    return false;
   } else {
-    if (active && (block + 1) * a.k.B > a.count) {
-      constexpr int V = Vec<T>::V;
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) {
-        const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * (r / V)) * V + (r % V);
-        if (idx >= a.count) v[r] = 0.0f;
-      }
-    }
+    zeroPadding<T>(a, block, t, active, v);
     float m0, d;
     int K;
     bool bad;
@@ -546,8 +601,47 @@ __device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, b
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
       if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
-      if (K != 0) unshiftAll(v, K);
+      if (K != 0) unshiftAll(v, K, true);
       if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+    return bad && active;
+  }
+}
+
+// Decompress-reduce-compress, after this warp's tiles (tiles warp, warp + nWarps, ...): a block
+// whose sum held NaN or +-Inf was written as a NaN block. Where it overflowed (every input finite,
+// some element of the sum past FLT_MAX), its sum scaled by 2^-64 is finite: that block is summed
+// again through the general loads, scaled (wideSum), and written wide over the NaN block, and its
+// y too (block_math.h, wideValue). Only a warp that wrote a NaN block comes here (the caller's
+// vote), so a sum without one costs nothing; and outside the tile loop, this code adds nothing to
+// the loop's registers. The block's stored s tells it (NaN); the lanes read what lane 0 of the
+// block stored, after __syncwarp.
+template <typename T, int FMT>
+__device__ __forceinline__ void wideBlocks(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                           int groupsPerWarp, int groupInWarp, int t) {
+  __syncwarp();
+  const float* stored = reinterpret_cast<const float*>(a.out + a.scalesOffset);
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    const float sBlock = active ? stored[a.k.adaptive ? 2 * block + 1 : block] : 0.0f;
+    const bool nanBlock = sBlock != sBlock;
+    if (!__any_sync(0xffffffffu, nanBlock)) continue;  // warp-uniform: the rotation's shuffles below
+    float v[kPerThread];
+    wideSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    zeroPadding<T>(a, block, t, active, v);
+    float m0, d;
+    int K;
+    bool bad;
+    blockMaxBad(v, a.k.tpb, m0, bad);
+    const bool write = nanBlock && !bad;  // an input that is NaN or +-Inf: it stays a NaN block
+    compressTile<T, FMT, kReduceCompress>(a, block, t, write, v, m0, bad, a.out, d, K, true);
+    if (a.y != nullptr) {
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
+      if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
+      if (K != 0) unshiftAll(v, K, false);
+      if (write) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
     }
   }
 }
@@ -557,17 +651,19 @@ __device__ __forceinline__ void sumTileOut(const Args& a, size_t block, int t, b
 template <typename T, int MODE, int FMT>
 __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                              int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  bool nanBlocks = false;
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
-    accumulateTile<T, FMT>(a, block, t, active, v);
-    if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
+    finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
     if (!inputsOk)
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
   }
+  if (MODE == kReduceCompress && inputsOk && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
@@ -609,8 +705,9 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, float d, flo
 // device/args.h, genericSumSmemBytes); a slot for every input of a tile would not be
 // (10 KB per input, and k reaches 15 in two-shot at P = 16, 16 in one-shot).
 //
-// The per-element operations are accumulateTile's, in its order: R = W_0 + W_1 + ...,
-// the rotation, back from the decode's exponent shift K, then + x; then sumTileOut.
+// The per-element operations are accumulateRaw's and finishSum's, in their order: R = W_0 +
+// W_1 + ..., the rotation, back from the decode's exponent shift K, then + x (at K = 64 the
+// two together); then sumTileOut.
 // K is the largest decodeShift of the block's k inputs (blockDecodeShift), needed
 // before the first decode: the staged sum takes group 0's and checks every later
 // group's against it. Where a later group's is larger (only at the extremes of the
@@ -686,11 +783,13 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
   int s = 0;
+  bool nanBlocks = false;  // a block of this warp's was written as a NaN block (wideBlocks)
   for (size_t tile = warp; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool tileStaged = stageable(tile);  // every unit of the tile alike (warp-uniform)
     float v[kPerThread];
     int K = 0;
+    bool sat = false;      // one input, not wide: its unshift saturates (block_math.h, unshift)
     bool reshift = false;  // a later group's inputs shift further than group 0's
     for (int u = 0; u < units; ++u) {
       __syncwarp();  // every lane has read the slot computed one unit ago (lanes share its bytes)
@@ -709,10 +808,12 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
             Kg = max(Kg, decodeShift(sc[i], alpha[i], a.k.c));
           }
         }
-        if (u == 0)
+        if (u == 0) {
           K = Kg;
-        else if (Kg > K)
+          sat = k == 1 && !wideScale(sc[0]);
+        } else if (Kg > K) {
           reshift = true;
+        }
 #pragma unroll
         for (int i = 0; i < G; ++i) {
           const int q = u * G + i;
@@ -726,29 +827,34 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
         }
         if (u == codeUnits - 1) {
           if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
-          if (K != 0) unshiftAll(v, K);
+          if (K < 0 || (K > 0 && a.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
         }
-      } else if (tileStaged) {  // the exact input: v + x, as addValues
+      } else if (tileStaged) {  // the exact input, as finishSum: v + x, at K = 64 unshiftAddTop
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
           RawChunks<T, V> raw;
           raw.c[0] = exactAt(s)[j * 32];
           float f[V];
           rawToFloat<T, V>(raw, f);
+          if (K > 0) {
 #pragma unroll
-          for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + f[i];
+            for (int i = 0; i < V; ++i) v[j * V + i] = unshiftAddTop(v[j * V + i], f[i], sat);
+          } else {
+#pragma unroll
+            for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + f[i];
+          }
         }
       }
       s = s + 1 == D ? 0 : s + 1;
     }
     const bool active = block < a.nBlocks;
-    if (!tileStaged || __any_sync(0xffffffffu, reshift)) {  // the whole warp: the rotation's shuffles
-      accumulateTile<T, FMT>(a, block, t, active, v);
-      if (a.x != nullptr && active) addValues<T>(static_cast<const T*>(a.x), block, t, a, v);
-    }
-    sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+    if (!tileStaged || __any_sync(0xffffffffu, reshift))  // the whole warp: the rotation's shuffles
+      finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
   }
   cpAsyncWait<0>();
+  if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
 }
 
 }  // namespace dev

@@ -13,12 +13,12 @@
 namespace taco {
 namespace dev {
 
-// An fp32 value as a wire element: the bf16 codec saturates (block_math.h,
-// toBf16Saturating); a 16-bit input compressed as it is cannot exceed bf16's range,
-// so that path keeps the plain conversion.
+// An fp32 value as a wire element: the bf16 codec saturates fp32 data (block_math.h,
+// toBf16Saturating); 16-bit data keeps the plain conversion: compressed as it is it cannot
+// exceed bf16's range, and a sum of it that does is Inf, as it is in the dtype itself.
 template <typename T, typename W, int MODE>
 __device__ __forceinline__ W toWire(float v) {
-  if constexpr (std::is_same<W, __nv_bfloat16>::value && (sizeof(T) == 4 || MODE == kReduceCompress))
+  if constexpr (std::is_same<W, __nv_bfloat16>::value && sizeof(T) == 4)
     return toBf16Saturating(v);
   else
     return fromFloat<W>(v);

@@ -155,10 +155,12 @@ __device__ __forceinline__ void loadValues(const T* x, size_t block, int t, cons
   }
 }
 
-// v += this thread's elements of `block` of x (the exact input of an accumulate), one
-// chunk at a time so that only a chunk's registers are live beside v.
-template <typename T>
-__device__ __forceinline__ void addValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread]) {
+// v = op(v, e) for this thread's elements e of `block` of x (the exact input of an
+// accumulate; e = 0 past `count`), one chunk at a time so that only a chunk's registers are
+// live beside v.
+template <typename T, typename Op>
+__device__ __forceinline__ void combineValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread],
+                                              Op op) {
   constexpr int V = Vec<T>::V;
   const bool whole = wholeBlock(a, block);
 #pragma unroll
@@ -168,13 +170,19 @@ __device__ __forceinline__ void addValues(const T* x, size_t block, int t, const
       const uint4 raw = __ldg(reinterpret_cast<const uint4*>(x + idx));
       const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-      for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + toFloat<T>(e[i]);
+      for (int i = 0; i < V; ++i) v[j * V + i] = op(v[j * V + i], toFloat<T>(e[i]));
     } else {
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        v[j * V + i] = v[j * V + i] + ((idx + i < a.count) ? toFloat<T>(x[idx + i]) : 0.0f);
+        v[j * V + i] = op(v[j * V + i], (idx + i < a.count) ? toFloat<T>(x[idx + i]) : 0.0f);
     }
   }
+}
+
+// v += this thread's elements of `block` of x.
+template <typename T>
+__device__ __forceinline__ void addValues(const T* x, size_t block, int t, const Args& a, float (&v)[kPerThread]) {
+  combineValues<T>(x, block, t, a, v, [](float u, float e) { return u + e; });
 }
 
 // 16 bytes of T from v[j*V .. j*V+V); 16-bit types two at a time (one

@@ -458,7 +458,7 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
         fetch(nextSlot);
       }
       transposedFwht(v, buf + 9 * t, buf + t);
-      if (K != 0) unshiftAll(v, K);
+      if (K != 0) unshiftAll(v, K, !wideScale(sc));
       T* out = y + block * 256 + 4 * t;
 #pragma unroll
       for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
