@@ -11,31 +11,31 @@ using namespace taco;
 extern "C" {
 
 TACO_API tacoResult_t tacoCommTune(tacoComm_t comm, tacoDataType_t datatype, tacoStream_t stream) {
-  TACO_CHECK(checkComm(comm, "CommTune"));
-  tacoResult_t r = checkDatatype(datatype, "CommTune");
-  if (r == tacoSuccess) r = tuneCommunicator(comm, datatype, stream, "CommTune");
+  TACO_CHECK(checkComm(comm, "tacoCommTune"));
+  tacoResult_t r = checkDatatype(datatype, "tacoCommTune");
+  if (r == tacoSuccess) r = tuneCommunicator(comm, datatype, stream, "tacoCommTune");
   if (r != tacoSuccess) commRecordError(comm);
   return r;
 }
 
 TACO_API tacoResult_t tacoCommTuneLoopback(tacoComm_t* comms, int nranks, tacoDataType_t datatype,
                                            tacoStream_t stream) {
-  TACO_CHECK(checkNotNull(comms, "CommTuneLoopback", "comms"));
-  TACO_ARG(nranks >= 1, "CommTuneLoopback : nranks %d must be >= 1", nranks);
+  TACO_CHECK(checkNotNull(comms, "tacoCommTuneLoopback", "comms"));
+  TACO_ARG(nranks >= 1, "tacoCommTuneLoopback: nranks %d must be >= 1", nranks);
   for (int r = 0; r < nranks; ++r)
     if (!commIsLive(comms[r]))
-      return setError(tacoInvalidArgument, "CommTuneLoopback : comms[%d] is %s", r,
+      return setError(tacoInvalidArgument, "tacoCommTuneLoopback: comms[%d] is %s", r,
                       comms[r] == nullptr ? "NULL" : "not a live communicator (destroyed, or not one)");
-  tacoResult_t r = checkDatatype(datatype, "CommTuneLoopback");
-  if (r == tacoSuccess) r = tuneLoopback(comms, nranks, datatype, stream, "CommTuneLoopback");
+  tacoResult_t r = checkDatatype(datatype, "tacoCommTuneLoopback");
+  if (r == tacoSuccess) r = tuneLoopback(comms, nranks, datatype, stream, "tacoCommTuneLoopback");
   if (r != tacoSuccess) commRecordError(comms[0]);
   return r;
 }
 
 TACO_API tacoResult_t tacoCommTuneTable(tacoComm_t comm, tacoDataType_t datatype, const char** table) {
-  TACO_CHECK(checkComm(comm, "CommTuneTable"));
-  TACO_CHECK(checkNotNull(table, "CommTuneTable", "table"));
-  TACO_CHECK(checkDatatype(datatype, "CommTuneTable"));
+  TACO_CHECK(checkComm(comm, "tacoCommTuneTable"));
+  TACO_CHECK(checkNotNull(table, "tacoCommTuneTable", "table"));
+  TACO_CHECK(checkDatatype(datatype, "tacoCommTuneTable"));
   const std::string text = tuneReport(comm, datatype);
   *table = text.empty() ? nullptr : tuneKeepText(comm, datatype, text);
   return tacoSuccess;

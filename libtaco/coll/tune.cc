@@ -150,7 +150,7 @@ tacoResult_t gatherRows(Ctx& x, const std::vector<float>& mine, std::vector<std:
   std::copy(mine.begin(), mine.end(), all.begin() + (size_t)x.c0->rank * n);
   DeviceBuffers b;
   float* dev = static_cast<float*>(b.alloc(all.size() * sizeof(float)));
-  if (dev == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's agreement buffer could not be allocated", x.op);
+  if (dev == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's agreement buffer could not be allocated", x.op);
   TACO_CUDA_CHECK(cudaMemcpyAsync(dev, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice, x.s));
   TACO_CHECK(x.c0->transport->allReduce(dev, dev, all.size(), tacoFloat32, x.s));
   TACO_CUDA_CHECK(cudaMemcpyAsync(all.data(), dev, all.size() * sizeof(float), cudaMemcpyDeviceToHost, x.s));
@@ -184,7 +184,7 @@ tacoResult_t inputOf(Ctx& x, int q, size_t count, DeviceBuffers& b, const void**
   for (size_t i = 0; i < x.world.size(); ++i)
     if (x.world[i]->rank == q) return *out = x.send[i], tacoSuccess;
   void* p = b.alloc(count * x.eb);
-  if (p == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's oracle inputs could not be allocated", x.op);
+  if (p == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's oracle inputs could not be allocated", x.op);
   TACO_CUDA_CHECK(fillInput(p, count * x.eb, x.dtype, q, x.s));
   *out = p;
   return tacoSuccess;
@@ -205,7 +205,7 @@ tacoResult_t oracle(Ctx& x, int algo, size_t count, std::vector<std::vector<uint
   std::vector<const void*> in((size_t)x.P);
   for (int q = 0; q < x.P; ++q) TACO_CHECK(inputOf(x, q, count, b, &in[(size_t)q]));
   void* ref = b.alloc(bytes);
-  if (ref == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's oracle output could not be allocated", x.op);
+  if (ref == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's oracle output could not be allocated", x.op);
   if (algo == tacoAlgoOneShot) {  // every input compressed, then decompressed and summed in rank order
     const tacoCodec_t codec = x.c0->codec;
     const size_t wire = wireLayout(codec, count, x.dtype).totalBytes;
@@ -213,7 +213,7 @@ tacoResult_t oracle(Ctx& x, int algo, size_t count, std::vector<std::vector<uint
     acc.n = x.P;
     for (int q = 0; q < x.P; ++q) {
       void* w = b.alloc(wire);
-      if (w == nullptr) return setError(tacoOutOfMemory, "%s : the tuner's oracle wires could not be allocated", x.op);
+      if (w == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's oracle wires could not be allocated", x.op);
       TACO_CUDA_CHECK(launchCompress(codec, in[(size_t)q], count, x.dtype, w, x.s));
       acc.ptr[q] = w;
     }
@@ -318,7 +318,7 @@ tacoResult_t timeIt(Ctx& x, int algo, size_t count, float probeUs, float* us) {
   std::sort(runs.begin(), runs.end());
   *us = runs[runs.size() / 2];
   if (peerGaveUp(x))
-    return setError(tacoRemoteError, "%s : a peer-memory kernel gave up waiting while %s was timed", x.op,
+    return setError(tacoRemoteError, "%s: a peer-memory kernel gave up waiting while %s was timed", x.op,
                     algoName(algo));
   return tacoSuccess;
 }
@@ -390,7 +390,7 @@ std::string checkLarge(Ctx& x, LargeScratch& large, size_t count) {
       return tacoSuccess;
     });
   } else if (r == tacoSuccess) {
-    r = setError(tacoUnhandledCudaError, "%s : reading the fused two-shot's output failed", x.op);
+    r = setError(tacoUnhandledCudaError, "%s: reading the fused two-shot's output failed", x.op);
   }
   if (peerGaveUp(x))
     return snprintf(what, sizeof(what), "fused-large at %zu elements: a peer-memory kernel gave up waiting", count), what;
@@ -468,7 +468,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   TACO_CHECK(gatherRows(x, {(float)ok}, &rows));
   for (const auto& r : rows) ok &= r[0] != 0;
   if (!ok)
-    return setError(tacoOutOfMemory, "%s : the tuner's buffers (2 x %zu bytes per rank) could not be allocated on "
+    return setError(tacoOutOfMemory, "%s: the tuner's buffers (2 x %zu bytes per rank) could not be allocated on "
                     "every rank", x.op, bufBytes);
 
   // 2. Check: a candidate is demoted when any rank sees it fail. The ranks agree after every
@@ -568,7 +568,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   // 4. Combine (max over ranks), derive, and agree on the hash.
   TACO_CHECK(gatherRows(x, flat, &rows));
   if (!tuneTableFrom(tuneKeyOf(x.c0, x.dtype), buckets, combineMax(rows), table))
-    return setError(tacoInternalError, "%s : the tuner's rows do not make a table", x.op);
+    return setError(tacoInternalError, "%s: the tuner's rows do not make a table", x.op);
   // The ranks compare the hash of the numbers (their keys may differ: a node of mixed GPUs keys its
   // ranks' tables apart, and its ranks then find no common cached table and measure again).
   TuneTable numbers = *table;
@@ -579,7 +579,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   TACO_CHECK(gatherRows(x, hashWords, &rows));
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r] != hashWords)
-      return setError(tacoRemoteError, "%s : rank %zu derived another AllReduce table than rank %d (the ranks' "
+      return setError(tacoRemoteError, "%s: rank %zu derived another AllReduce table than rank %d (the ranks' "
                       "libtaco or settings differ?)", x.op, r, x.c0->rank);
   if (peerFailed) releasePeerMemory(x);
   // Where the table takes the larger scratch at some size, the communicators keep it (every rank
@@ -618,7 +618,7 @@ std::string choicesText(const tacoComm* c, const TuneTable& t, tacoDataType_t dt
 
 tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dtype, cudaStream_t stream,
                          const char* op) {
-  if (world.empty()) return setError(tacoInternalError, "%s : no communicator to tune", op);
+  if (world.empty()) return setError(tacoInternalError, "%s: no communicator to tune", op);
   Ctx x;
   x.world = world;
   x.c0 = world[0];
@@ -684,10 +684,10 @@ tacoResult_t tuneOnFirstUse(tacoComm* c, tacoDataType_t dtype, cudaStream_t stre
 namespace {
 tacoResult_t checkMayMeasure(cudaStream_t stream, const char* op) {
   if (groupDepth() > 0)
-    return setError(tacoInvalidUsage, "%s : called inside tacoGroupStart/tacoGroupEnd; measuring runs collectives "
+    return setError(tacoInvalidUsage, "%s: called inside tacoGroupStart/tacoGroupEnd; measuring runs collectives "
                     "of its own: call it outside any group", op);
   if (streamCapturing(stream))
-    return setError(tacoInvalidUsage, "%s : the stream is capturing a CUDA graph; measure before the capture "
+    return setError(tacoInvalidUsage, "%s: the stream is capturing a CUDA graph; measure before the capture "
                     "(the captured calls then use the table)", op);
   return tacoSuccess;
 }
@@ -695,7 +695,7 @@ tacoResult_t checkMayMeasure(cudaStream_t stream, const char* op) {
 
 tacoResult_t tuneCommunicator(tacoComm* c, tacoDataType_t dtype, cudaStream_t stream, const char* op) {
   if (loopbackWorldOf(c->transport) != nullptr && c->nranks > 1)
-    return setError(tacoInvalidUsage, "%s : comm is rank %d of a loopback world of %d ranks, which are measured "
+    return setError(tacoInvalidUsage, "%s: comm is rank %d of a loopback world of %d ranks, which are measured "
                     "together: call tacoCommTuneLoopback with every rank", op, c->rank, c->nranks);
   TACO_CHECK(checkMayMeasure(stream, op));
   return tuneMeasure({c}, dtype, stream, op);
@@ -704,15 +704,15 @@ tacoResult_t tuneCommunicator(tacoComm* c, tacoDataType_t dtype, cudaStream_t st
 tacoResult_t tuneLoopback(tacoComm* const* comms, int n, tacoDataType_t dtype, cudaStream_t stream, const char* op) {
   const void* world = loopbackWorldOf(comms[0]->transport);
   if (world == nullptr)
-    return setError(tacoInvalidArgument, "%s : comms[0] is not a loopback communicator (use tacoCommTune)", op);
+    return setError(tacoInvalidArgument, "%s: comms[0] is not a loopback communicator (use tacoCommTune)", op);
   if (n != comms[0]->nranks)
-    return setError(tacoInvalidArgument, "%s : nranks %d is not the world's %d ranks: pass every rank", op, n,
+    return setError(tacoInvalidArgument, "%s: nranks %d is not the world's %d ranks: pass every rank", op, n,
                     comms[0]->nranks);
   for (int r = 0; r < n; ++r) {
     if (loopbackWorldOf(comms[r]->transport) != world)
-      return setError(tacoInvalidArgument, "%s : comms[%d] belongs to another loopback world than comms[0]", op, r);
+      return setError(tacoInvalidArgument, "%s: comms[%d] belongs to another loopback world than comms[0]", op, r);
     if (comms[r]->rank != r)
-      return setError(tacoInvalidArgument, "%s : comms[%d] is rank %d: pass the world's ranks in rank order", op, r,
+      return setError(tacoInvalidArgument, "%s: comms[%d] is rank %d: pass the world's ranks in rank order", op, r,
                       comms[r]->rank);
   }
   TACO_CHECK(checkMayMeasure(stream, op));

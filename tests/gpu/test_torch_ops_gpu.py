@@ -288,6 +288,7 @@ def _tp_block(torch, tt, tp, seed=0, D=512, H=2048):
     def block(x):
         return c2([F.gelu(h) for h in c1(x)])
 
+    block.c1, block.c2 = c1, c2
     x = torch.randn(64, D, generator=g).cuda()
     gy = torch.randn(64, D, generator=g).cuda()
     return block, list(c1.parameters()) + list(c2.parameters()), x, gy
@@ -327,8 +328,9 @@ def test_tp_layers_through_the_operators_equal_the_direct_collectives(torch, tt)
     try:
         block, params, x, gy = _tp_block(torch, tt, tp)
         y, grads = _step(torch, block, x, gy, params)
-        c1_w, c1_b = params[:P], params[P:2 * P]
-        c2_w, c2_b = params[2 * P:3 * P], params[3 * P]
+        # by name: parameters() yields a module's own parameters before its lists'
+        c1_w, c1_b = list(block.c1.weights), list(block.c1.biases)
+        c2_w, c2_b = list(block.c2.weights), block.c2.bias
         xs = [x.detach().clone().requires_grad_() for _ in range(P)]
         partials = [F.linear(F.gelu(F.linear(xs[r], c1_w[r], c1_b[r])), c2_w[r]) for r in range(P)]
         sums = [torch.empty_like(p) for p in partials]

@@ -110,15 +110,15 @@ def test_tune_rejects_what_is_not_a_world(stub):
 def test_c_entry_points_name_the_bad_argument():
     lib, ffi = _lib.lib(), _lib.ffi()
     assert lib.tacoCommTune(ffi.NULL, 0, ffi.NULL) == lib.tacoInvalidArgument
-    assert "CommTune : comm argument is NULL" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
+    assert "tacoCommTune: comm argument is NULL" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
     assert lib.tacoCommTuneLoopback(ffi.NULL, 2, 0, ffi.NULL) == lib.tacoInvalidArgument
-    assert "CommTuneLoopback : comms argument is NULL" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
+    assert "tacoCommTuneLoopback: comms argument is NULL" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
     arr = ffi.new("tacoComm_t[]", 2)
     assert lib.tacoCommTuneLoopback(arr, 2, 0, ffi.NULL) == lib.tacoInvalidArgument
     assert "comms[0] is NULL" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
     out = ffi.new("const char**")
     assert lib.tacoCommTuneTable(ffi.NULL, 0, out) == lib.tacoInvalidArgument
-    assert "CommTuneTable : comm" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
+    assert "tacoCommTuneTable: comm" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
 
 
 def test_format_table_is_nccl_tests_style():
