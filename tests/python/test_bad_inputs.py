@@ -355,7 +355,7 @@ def test_zero_elements_one_rule(lib):
 
 
 def test_errors_name_the_python_argument_and_the_c_function(lib):
-    """The messages the issue found in the library's words, in the caller's: the Python argument
+    """Messages in the caller's words, not the library's internals: the Python argument
     (count, block, codec), the public C function, no space before a colon."""
     wire = taco.compress(laplace(4096), "taco")
     with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: count: 4095, but wire holds 4096 "

@@ -1,8 +1,8 @@
 """Overflow as NCCL gives it (docs/codecs.md, "Overflow"): a sum past the output type's largest
 finite value arrives as +-Inf, the sum's sign, on every algorithm and codec; NaN only from NaN
 input; the other elements finite. Checked on the numpy spec (the collective model, per
-algorithm), on the host twin against the spec bit for bit, and against the spec as it was before
-the change on the results that did not overflow (their bits are unchanged)."""
+algorithm), on the host twin against the spec bit for bit, and against the saturating spec it
+replaced on the results that do not overflow (their bits are unchanged)."""
 import hashlib
 
 import ml_dtypes
@@ -165,7 +165,7 @@ def test_bf16_codec_saturates_fp32_but_not_16_bit_sums():
         assert np.all(np.isinf(y.astype(np.float32))) == inf
 
 
-# ---- the results that do not overflow keep the bits they had before the change
+# ---- the results that do not overflow keep the bits they had when sums saturated
 
 
 def lcg_blocks(B, nblocks, seed):
@@ -199,9 +199,9 @@ def overflow_mask(codec, wires, count, dtype):
 
 
 def unchanged_digest(dtype, impl=ref):
-    """sha256 over every block codec's outputs (by `impl`: the spec, or the spec before the change)
+    """sha256 over every block codec's outputs (by `impl`: the spec, or the saturating spec it replaced)
     on lcg_blocks data, leaving out the blocks whose sum overflowed or whose reduce-compress is now
-    wide (a NaN block before), as the spec of today finds them."""
+    wide (a NaN block in the saturating spec), as the spec finds them."""
     h = hashlib.sha256()
     for codec in ref.CODECS:
         B = ref.codec_params(codec)["block"]
@@ -228,8 +228,7 @@ def unchanged_digest(dtype, impl=ref):
     return h.hexdigest()
 
 
-# Taken from the spec before the overflow change (python/taco/reference.py of the parent commit),
-# with the same masks.
+# Computed with the saturating spec (python/taco/reference.py of commit 6689eac), with the same masks.
 UNCHANGED = {
     "float32": "cc478326dbe2cd8155425a3379243515573a89d43cc7854079c1cdaeeedc2f41",
     "bfloat16": "d4fea807252ca15fe76f7a2593ddd71fb5d744318803dd788191f128cec63446",
