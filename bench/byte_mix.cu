@@ -1,7 +1,7 @@
 // taco_byte_mix: what trivial kernels reach on fp32 decompress's byte mix (read 1 byte,
 // write 4) and on pure reads and writes, as ratios to cudaMemcpy D2D in the same run, for
 // several grid sizes (CTAs per SM; 0 = one thread per 16-byte unit, no loop). The ceiling
-// the codec kernels are measured against in docs/codecs.md ("Grid size"). No arguments.
+// the codec kernels are measured against in docs/results.md ("Codec kernels", "Grid size"). No arguments.
 #include <cstdio>
 #include <cstdint>
 #include <cuda_runtime.h>

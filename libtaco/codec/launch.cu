@@ -95,13 +95,13 @@ namespace {
 using namespace dev;
 
 // The grid's cap in CTAs per SM (beyond it each warp loops over tiles). Measured on the H200 at
-// 2^28 elements, caps 8 … 128 side by side in one run (docs/codecs.md, "Grid size"): the kernels
-// with little work per byte — every fp32 kernel, the element codecs, the general block kernel's
-// 16-bit compress — are fastest with many short-lived CTAs (128 per SM, ~2 tiles per warp at 2^28:
-// the block scheduler keeps every SM busy to the end, where a long-lived grid leaves SMs idle
-// behind the slowest ones; fp32 decompress +9 %, fp8-block bf16 compress +20 %); the
-// issue-bound 16-bit rotated kernels want few, each warp's software pipeline filling once per
-// CTA (compress 8, decompress 32); the general kernel's 16-bit decompress is best at 64.
+// 2^28 elements, caps 8 … 128 side by side in one run (docs/results.md, "Codec kernels", "Grid
+// size"): the kernels with little work per byte — every fp32 kernel, the element codecs, the
+// general block kernel's 16-bit compress — are fastest with many short-lived CTAs (128 per SM, ~2
+// tiles per warp at 2^28: the block scheduler keeps every SM busy to the end, where a long-lived
+// grid leaves SMs idle behind the slowest ones; fp32 decompress +9 %, fp8-block bf16 compress
+// +20 %); the issue-bound 16-bit rotated kernels want few, each warp's software pipeline filling once
+// per CTA (compress 8, decompress 32); the general kernel's 16-bit decompress is best at 64.
 // Decompress-reduce-compress keeps the earlier 8 (not re-measured).
 template <typename T, int MODE>
 int ctasPerSm(bool blocked, bool rotated256Path) {

@@ -1,7 +1,9 @@
 // Staged two-shot compressed AllReduce (docs/design.md; the TACO paper,
 // Section 4.4.2): compress, AlltoAll, reduce on the owner, AllGather, expand,
 // each stage a kernel or an exchange of its own. coll/allreduce_select.cc
-// picks the algorithm; each other AllReduce algorithm has a file of its own.
+// picks the algorithm; plain is built in coll/allreduce.cc, and the three on peer
+// memory (fused two-shot, one-shot, raw one-shot) share coll/allreduce_peer.{h,cc,cu}
+// and coll/device/peer_kernels.cuh.
 //
 // P ranks, rank r. The buffer is cut into P shards on codec-block boundaries
 // (coll/plan.h); rank j owns shard j. The shards are processed in chunks: chunk

@@ -45,7 +45,7 @@ def test_help_lists_columns():
 
 
 def test_wire_is_taco_perf_s_formula():
-    """bench/perf/taco_perf.cu's wireRatio(): the 1/P share's uncompressed bytes over the compressed
+    """bench/perf/common.cc's wireRatio(): the 1/P share's uncompressed bytes over the compressed
     bytes of the piece a rank sends, for AllReduce a shard on codec-block boundaries; 1.0 when the
     call runs uncompressed."""
     from taco_bench.coll import wire_ratio

@@ -190,7 +190,7 @@ def test_half_extremes_round_trip(codec, dtype, scale):
 
 
 def test_error_nmse_ordering_on_laplace():
-    """The measured accuracy ranking (docs/codecs.md) holds."""
+    """The measured accuracy ranking (docs/results.md, "Codec kernels") holds."""
     x = laplace(1 << 16, np.float32, seed=7)
     e = {c: nmse(x, taco.decompress(taco.compress(x, c), c, x.size, np.float32)) for c in BLOCKED + ["bf16"]}
     assert e["bf16"] < e["int8-hadamard"] < e["int8-block"] < e["fp8-block"] < e["taco-e5m2"] < e["int4-block"]

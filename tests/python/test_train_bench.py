@@ -201,7 +201,7 @@ def test_resume_from_a_checkpoint_that_says_sessions(tmp_path):
 
 
 def test_old_logs_with_sessions_read_as_segments(tmp_path):
-    """Logs written before `sessions` was renamed `segments` (docs/data) still load."""
+    """Logs written before `sessions` was renamed `segments` still load."""
     seg = [{"from_step": 0, "to_step": 5, "seconds": 1.0, "stopped": "finished"}]
     with open(tmp_path / "old.json", "w") as f:
         json.dump({"kind": "taco-train", "name": "old", "sessions": seg, "finished": True}, f)

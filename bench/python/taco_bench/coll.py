@@ -320,7 +320,7 @@ def check(world: World, op: str, count: int, outs: list, gen, dtype) -> tuple[fl
 
 
 def wire_ratio(op: str, codec: str, count: int, P: int, dname: str, fallback: int, algo: str) -> float:
-    """bench/perf/taco_perf.cu's wireRatio(): the uncompressed bytes of the buffer's 1/P share
+    """bench/perf/common.cc's wireRatio(): the uncompressed bytes of the buffer's 1/P share
     over the compressed bytes (header included) of the piece each rank sends; 1.0 when the
     call runs uncompressed. AllReduce runs uncompressed with codec none or algorithm plain or
     oneshot-raw (the algorithm covers the fallback threshold), the other collectives with

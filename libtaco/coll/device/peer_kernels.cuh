@@ -23,23 +23,8 @@
 // rank; decode-accumulate every rank's slot 0 in rank order into recvbuff. Raw
 // one-shot is the same with codec `none` (a copy, then an fp32 sum in rank order).
 //
-// In place is safe: a rank writes recvbuff's pieces j != r only in phase C, after
-// every owner's flag 1, which each owner raises only after every rank's phase A
-// (which reads them); piece r is read and written by the same thread in phase B.
-//
-// Why it cannot deadlock: the launch is cooperative, so all its CTAs are resident
-// together or the launch waits; a CTA only waits on other ranks' CTAs of the same
-// call, which are resident on their own GPU (or in this very launch on loopback).
-// Several processes on one GPU (cuda-ipc, ranksPerDevice > 1): each launch takes
-// 1/ranksPerDevice of the GPU, so that under MPS, where the processes' kernels run
-// concurrently, every rank's CTAs fit at once. Without MPS a GPU runs one context at a
-// time and time-slices between processes; compute preemption (Pascal and later) swaps a
-// spinning kernel out at the end of its slice, so the peer's kernel runs in a later
-// slice and the wait ends: correct, but each wait can cost a time slice per process.
-// Why it cannot replay stale data: see coll/device/peer_sync.cuh (epochs in device
-// memory, halves by epoch parity: a rank writes a half again two epochs later, and
-// reaching that epoch needs every peer's flags of the epoch in between, raised
-// only after the peer finished reading).
+// No stale data (epochs in device memory, halves by epoch parity), no deadlock (cooperative
+// launches sized to be resident), in place safe: the argument is in docs/design.md §5.
 #pragma once
 #include <cuda_runtime.h>
 
