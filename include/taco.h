@@ -34,7 +34,10 @@ extern "C" {
 int tacoGetVersion(void);
 
 /* ---------------------------------------------------------------- handles */
-/* A communicator: one rank of a group that runs collectives together. */
+/* A communicator: one rank of a group that runs collectives together. It takes one
+ * host thread's calls at a time: a call that enqueues work on it while another thread
+ * is in a call on it (or has collectives of it queued in an open group) returns
+ * tacoInvalidUsage, naming it (docs/api.md, "Threads"). */
 typedef struct tacoComm* tacoComm_t;
 /* A CUDA stream; the same type as the runtime's cudaStream_t. */
 typedef struct CUstream_st* tacoStream_t;
@@ -172,7 +175,8 @@ tacoResult_t tacoGetParamInfo(int index, const char** name, const char** default
 /* A static string saying what a result code means. */
 const char* tacoGetErrorString(tacoResult_t result);
 /* The last detailed error message of the calling thread (comm may be NULL), or
- * of the communicator if one is given and failed since. Never NULL. */
+ * of the communicator if one is given and failed since (a copy, valid until the
+ * calling thread's next tacoGetLastError; any thread may ask). Never NULL. */
 const char* tacoGetLastError(tacoComm_t comm);
 
 /* ------------------------------------------------------- codec operations */
