@@ -38,10 +38,10 @@ def test_integer_functions_call_the_real_library():
     lib = _lib.lib()
     ar, rs, ag, a2a = _fast.int_functions()
     bad = lib.tacoInvalidArgument
-    for fn, args, op in [(ar, (8, 8, 4, 0, 0, 0, 0), "AllReduce"), (rs, (8, 8, 4, 0, 0, 0, 0), "ReduceScatter"),
-                         (ag, (8, 8, 4, 0, 0, 0), "AllGather"), (a2a, (8, 8, 4, 0, 0, 0), "AlltoAll")]:
+    for fn, args, op in [(ar, (8, 8, 4, 0, 0, 0, 0), "tacoAllReduce"), (rs, (8, 8, 4, 0, 0, 0, 0), "tacoReduceScatter"),
+                         (ag, (8, 8, 4, 0, 0, 0), "tacoAllGather"), (a2a, (8, 8, 4, 0, 0, 0), "tacoAlltoAll")]:
         assert fn(*args) == bad
-        assert _lib.ffi().string(lib.tacoGetLastError(_lib.ffi().NULL)).decode() == f"{op} : comm argument is NULL"
+        assert _lib.ffi().string(lib.tacoGetLastError(_lib.ffi().NULL)).decode() == f"{op}: comm argument is NULL"
 
 
 class DevTensor(torch.Tensor):
