@@ -19,17 +19,17 @@ struct PeerLaunch {
   int nLocal;        // ranks this launch drives (loopback: P; otherwise 1)
   int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
-  int localRank[kPeerMaxRanks];
-  const void* send[kPeerMaxRanks];  // per local rank
-  void* recv[kPeerMaxRanks];
-  char* base[kPeerMaxRanks];        // every rank's scratch, as mapped in this process
+  int localRank[kMaxPeerRanks];
+  const void* send[kMaxPeerRanks];  // per local rank
+  void* recv[kMaxPeerRanks];
+  char* base[kMaxPeerRanks];        // every rank's scratch, as mapped in this process
   const int* abortWord;
   int* statusWord;
   uint64_t timeoutNs;
   int skipRank;      // TACO_FAULT_SKIP_RANK (-1: none)
   size_t halfBytes, slotBytes;
-  size_t pieceOff[kPeerMaxRanks];   // fused: piece j of this chunk; one-shot: [0] = the chunk
-  dev::PieceWire wire[kPeerMaxRanks];
+  size_t pieceOff[kMaxPeerRanks];   // fused: piece j of this chunk; one-shot: [0] = the chunk
+  dev::PieceWire wire[kMaxPeerRanks];
   dev::Args proto;                  // the codec's constants
   // TACO_PEER_TIMELINE: timelineRows rows of kTimelineSlots, one per CTA (coll/peer_timeline.h),
   // or null (off: each event is a branch on it, nothing more).

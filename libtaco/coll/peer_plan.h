@@ -18,20 +18,20 @@
 #include <cstdint>
 
 #include "coll/plan.h"
+#include "transport/peer_memory.h"  // kMaxPeerRanks
 #include "taco.h"
 
 namespace taco {
 
 constexpr size_t kPeerLine = 128;
 constexpr int kPeerPhases = 2;            // two-shot: scatter done, reduced piece ready
-constexpr int kPeerMaxRanks = 16;         // = kMaxPeerRanks (transport/peer_memory.h)
 constexpr size_t kCtlEpoch = 0;           // line indices in the control area
 constexpr size_t kCtlArrive = 1;          // + phase
 constexpr size_t kCtlFinish = kCtlArrive + kPeerPhases;
 constexpr size_t kCtlFailed = kCtlFinish + 1;
 constexpr size_t kControlBytes = 16 * kPeerLine;
 constexpr size_t kFlagsOffset = kControlBytes;
-constexpr size_t kFlagsBytes = (size_t)kPeerPhases * kPeerMaxRanks * kPeerLine;
+constexpr size_t kFlagsBytes = (size_t)kPeerPhases * kMaxPeerRanks * kPeerLine;
 constexpr size_t kDataOffset = kFlagsOffset + kFlagsBytes;
 constexpr size_t kTailBytes = 256;
 
@@ -57,7 +57,7 @@ struct PeerPlan {
   size_t granule = 0;       // block size of the plan
   size_t chunkElems = 0;    // two-shot: elements of each shard per launch; one-shot: of the buffer
   size_t nChunks = 0;
-  Range shard[kPeerMaxRanks];  // two-shot: the P shards of the whole buffer
+  Range shard[kMaxPeerRanks];  // two-shot: the P shards of the whole buffer
 };
 
 // The plan for `count` elements of `dtype` on P ranks with `scratchBytes` of scratch each.

@@ -579,7 +579,7 @@ uint32_t epochOf(const tacoComm* c) {
 }
 
 const char* flagAddress(const tacoComm* c, int phase, int src) {
-  return c->peer->base[c->rank] + taco::kFlagsOffset + ((size_t)phase * taco::kPeerMaxRanks + src) * taco::kPeerLine;
+  return c->peer->base[c->rank] + taco::kFlagsOffset + ((size_t)phase * taco::kMaxPeerRanks + src) * taco::kPeerLine;
 }
 
 size_t launchesOf(const tacoComm* c, const Case& k) {

@@ -59,7 +59,7 @@ __device__ __forceinline__ uint32_t* controlWord(char* scratch, size_t line) {
   return reinterpret_cast<uint32_t*>(scratch + line * kPeerLine);
 }
 __device__ __forceinline__ uint32_t* flagWord(char* scratch, int phase, int src) {
-  return reinterpret_cast<uint32_t*>(scratch + kFlagsOffset + ((size_t)phase * kPeerMaxRanks + src) * kPeerLine);
+  return reinterpret_cast<uint32_t*>(scratch + kFlagsOffset + ((size_t)phase * kMaxPeerRanks + src) * kPeerLine);
 }
 
 // What a wait needs to give up cleanly.
