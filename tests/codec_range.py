@@ -12,6 +12,16 @@ TINY = 2.0 ** -149  # fp32's smallest subnormal: the unit of the absolute error 
 EXPONENTS = {F32: (-149, 127), BF16: (-133, 127), F16: (-24, 15)}
 
 
+def same_bits(a, b):
+    """Bitwise equality, any NaN equal to any NaN."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
+    return bool(np.all(nan | np.all(ua == ub, axis=1)))
+
+
 def dtype_max(dtype) -> float:
     return float(ml_dtypes.finfo(dtype).max)
 

@@ -6,19 +6,9 @@ import pytest
 
 import taco
 from taco import reference as ref
-from codec_range import BF16, DTYPES, ERROR_BOUNDS, F32, TINY, block_errors, sweep
+from codec_range import BF16, DTYPES, ERROR_BOUNDS, F32, TINY, block_errors, same_bits, sweep
 
 FLT_MAX = float(np.finfo(np.float32).max)
-
-
-def same_bits(a, b):
-    """Bitwise equality, any NaN equal to any NaN."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
-    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
-    return bool(np.all(nan | np.all(ua == ub, axis=1)))
 
 
 def blocked(codec):

@@ -12,6 +12,8 @@ import pytest
 import taco
 from taco import reference as ref
 
+from codec_range import same_bits
+
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 DTYPES = [F32, BF16, F16]
 P = 4
@@ -20,15 +22,6 @@ P = 4
 def big(dtype):
     """Two of them overflow the dtype, one does not."""
     return 0.75 * float(ml_dtypes.finfo(dtype).max)
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
-    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
-    return bool(np.all(nan | np.all(ua == ub, axis=1)))
 
 
 def overflow_parts(dtype, B, sign=1.0, seed=0):
