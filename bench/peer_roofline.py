@@ -166,7 +166,7 @@ def run_all(a):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=4)
-    p.add_argument("--mbytes", type=int, default=256, help="MiB of input per rank")
+    p.add_argument("--mbytes", type=float, default=256, help="MiB of input per rank")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     p.add_argument("--codec", default="fp8-block")
     p.add_argument("--iters", type=int, default=10)
@@ -184,7 +184,7 @@ def main(argv=None):
     P = a.ranks
     tdt = getattr(torch, a.dtype)
     e = torch.tensor([], dtype=tdt).element_size()
-    N = a.mbytes * (1 << 20) // e
+    N = int(a.mbytes * (1 << 20)) // e
     w = tcodec.compressed_size(a.codec, N, a.dtype) / N
     xs = [torch.randn(N, device="cuda").to(tdt) for _ in range(P)]
     outs = [torch.empty_like(x) for x in xs]

@@ -1,9 +1,10 @@
 // Host side of the peer-memory AllReduce algorithms (coll/allreduce_peer.h): the
-// schedule (fork, one kStepLaunch step per chunk on pipeline stream 0, join: calls on
+// schedule (fork, one kStepLaunch step for the whole call on pipeline stream 0, join: calls on
 // one communicator run in issue order, as the epochs require), the launch of each
 // step, and the creation of peer memory with the communicator.
 #include "coll/allreduce_peer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "coll/peer_timeline_buffer.h"
@@ -35,24 +36,20 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op) {
 
 tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
   TACO_CHECK(peerCheckHealthy(c, "tacoAllReduce"));
-  const PeerPlan plan = peerPlan(algo, c->codec, a.count, a.dtype, c->nranks, c->peer->bytes);
   Schedule sched;
   sched.comm = c;
-  sched.steps.reserve(plan.nChunks + 2);
+  sched.steps.reserve(3);
   sched.steps.push_back(stepFork(a.stream));
-  for (size_t ch = 0; ch < plan.nChunks; ++ch) {
-    Step s;
-    s.kind = kStepLaunch;
-    s.launch = runPeerSteps;
-    s.stream = 0;
-    s.in = a.sendbuff;
-    s.y = a.recvbuff;
-    s.count = a.count;
-    s.dtype = a.dtype;
-    s.algo = algo;
-    s.chunk = ch;
-    sched.steps.push_back(std::move(s));
-  }
+  Step s;  // one launch for the whole call: the kernel loops over its chunks
+  s.kind = kStepLaunch;
+  s.launch = runPeerSteps;
+  s.stream = 0;
+  s.in = a.sendbuff;
+  s.y = a.recvbuff;
+  s.count = a.count;
+  s.dtype = a.dtype;
+  s.algo = algo;
+  sched.steps.push_back(std::move(s));
   sched.steps.push_back(stepJoin(a.stream));
   return submit(std::move(sched), "tacoAllReduce");
 }
@@ -64,20 +61,14 @@ dev::PieceWire pieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype) {
   return n == 0 ? dev::PieceWire{} : dev::pieceWireOf(wireLayout(codec, n, dtype), n);
 }
 
-// Threads the largest phase can keep busy: a warp per tile of blocks, or a thread per 16 bytes.
-size_t threadsWanted(const PeerPlan& p, const dev::PieceWire* w, int n, tacoDataType_t dtype) {
-  size_t most = 0;
-  for (int j = 0; j < n; ++j) {
-    size_t t;
-    if (p.codec.blockSize > 0) {
-      const size_t groupsPerWarp = 32 * 32 / (size_t)p.codec.blockSize;  // 32 lanes, 32 elements each
-      t = (w[j].nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;
-    } else {
-      t = (w[j].count * dtypeBytes(dtype) + 15) / 16;
-    }
-    most = t > most ? t : most;
+// Threads the largest piece of a phase can keep busy (`largest`: its wire): a warp per tile
+// of blocks, or a thread per 16 bytes.
+size_t threadsWanted(const PeerPlan& p, const dev::PieceWire& largest, tacoDataType_t dtype) {
+  if (p.codec.blockSize > 0) {
+    const size_t groupsPerWarp = 32 * 32 / (size_t)p.codec.blockSize;  // 32 lanes, 32 elements each
+    return (largest.nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;
   }
-  return most;
+  return (largest.count * dtypeBytes(dtype) + 15) / 16;
 }
 
 }  // namespace
@@ -87,8 +78,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   tacoComm* c0 = comms[0];
   const Step& s0 = *steps[0];
   for (size_t i = 1; i < n; ++i)
-    if (steps[i]->algo != s0.algo || steps[i]->count != s0.count || steps[i]->dtype != s0.dtype ||
-        steps[i]->chunk != s0.chunk)
+    if (steps[i]->algo != s0.algo || steps[i]->count != s0.count || steps[i]->dtype != s0.dtype)
       return setError(tacoInvalidUsage,
                       "tacoAllReduce: ranks %d and %d called with different counts, dtypes or algorithms (%zu/%d vs "
                       "%zu/%d)",
@@ -119,19 +109,23 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     L.timeline = c0->peerTimeline->rows;
     L.timelineRows = c0->peerTimeline->nRows;
   }
-  int pieces = 1;
-  if (s0.algo == tacoAlgoFused) {
-    pieces = L.P;
-    for (int j = 0; j < L.P; ++j) {
-      const Range pc = peerPiece(plan, j, s0.chunk);
-      L.pieceOff[j] = pc.off;
-      L.wire[j] = pieceWire(plan.codec, pc.len, s0.dtype);
-    }
-  } else {
-    const Range pc = peerChunk(plan, s0.count, s0.chunk);
-    L.pieceOff[0] = pc.off;
-    L.wire[0] = pieceWire(plan.codec, pc.len, s0.dtype);
+  // The chunk geometry (coll/peer_launch.h): the shards, the wire of a full piece and of
+  // each shard's shorter last piece. One-shot: one shard, the whole buffer.
+  if (plan.nChunks > (size_t)INT32_MAX)
+    return setError(tacoInvalidArgument, "tacoAllReduce: count %zu takes %zu chunks of scratch, more than %d",
+                    s0.count, plan.nChunks, INT32_MAX);
+  L.nChunks = (int)plan.nChunks;
+  L.chunkElems = plan.chunkElems;
+  const int shards = s0.algo == tacoAlgoFused ? L.P : 1;
+  size_t largest = 0;  // elements of the call's largest piece
+  for (int j = 0; j < shards; ++j) {
+    const Range sh = s0.algo == tacoAlgoFused ? plan.shard[j] : Range{0, s0.count};
+    L.shardOff[j] = sh.off;
+    L.shardLen[j] = sh.len;
+    L.tail[j] = pieceWire(plan.codec, sh.len % plan.chunkElems, s0.dtype);
+    largest = std::max(largest, std::min(sh.len, plan.chunkElems));
   }
+  L.full = pieceWire(plan.codec, plan.chunkElems, s0.dtype);
   peerLaunchInit(L, plan.codec, s0.dtype);
 
   // Loopback: one launch for the whole world, on rank 0's stream, joined with the others'.
@@ -140,7 +134,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     TACO_CUDA_CHECK(cudaEventRecord(comms[i]->peerEvent, comms[i]->streams[steps[i]->stream]));
     TACO_CUDA_CHECK(cudaStreamWaitEvent(st, comms[i]->peerEvent, 0));
   }
-  const cudaError_t e = launchPeerAllReduce(L, threadsWanted(plan, L.wire, pieces, s0.dtype), s0.dtype, st);
+  const cudaError_t e = launchPeerAllReduce(L, threadsWanted(plan, pieceWire(plan.codec, largest, s0.dtype), s0.dtype), s0.dtype, st);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel: '%s'", algoName(s0.algo),

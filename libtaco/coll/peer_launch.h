@@ -12,13 +12,17 @@
 
 namespace taco {
 
-// One launch (one chunk, one epoch) of a peer-memory AllReduce, passed by value.
+// One launch of a peer-memory AllReduce, passed by value: the whole call. The kernel loops
+// over the call's chunks (coll/peer_plan.h), each an epoch of its own; shard j's piece in
+// chunk c is [shardOff[j] + c * chunkElems, ...), chunkElems long (wire `full`) but for the
+// shard's last, shorter piece (wire tail[j]) and the empty ones after it.
 struct PeerLaunch {
   int algo;          // tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw
   int P;             // ranks of the communicator
   int nLocal;        // ranks this launch drives (loopback: P; otherwise 1)
   int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
+  int nChunks;       // chunks of the call: epochs epoch .. epoch + nChunks - 1
   int localRank[kMaxPeerRanks];
   const void* send[kMaxPeerRanks];  // per local rank
   void* recv[kMaxPeerRanks];
@@ -28,8 +32,11 @@ struct PeerLaunch {
   uint64_t timeoutNs;
   int skipRank;      // TACO_FAULT_SKIP_RANK (-1: none)
   size_t halfBytes, slotBytes;
-  size_t pieceOff[kMaxPeerRanks];   // fused: piece j of this chunk; one-shot: [0] = the chunk
-  dev::PieceWire wire[kMaxPeerRanks];
+  size_t chunkElems;                // elements of a full piece
+  size_t shardOff[kMaxPeerRanks];   // fused: the P shards of the buffer; one-shot: [0] = the buffer
+  size_t shardLen[kMaxPeerRanks];
+  dev::PieceWire full;              // the wire of a piece of chunkElems elements
+  dev::PieceWire tail[kMaxPeerRanks];  // the wire of shard j's last, shorter piece (if any)
   dev::Args proto;                  // the codec's constants
   // TACO_PEER_TIMELINE: timelineRows rows of kTimelineSlots, one per CTA (coll/peer_timeline.h),
   // or null (off: each event is a branch on it, nothing more).

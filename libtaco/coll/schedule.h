@@ -55,7 +55,6 @@ struct Step {
   PlainKind plain = kPlainAllReduce;
   StepLaunch launch = nullptr;  // kStepLaunch
   int algo = 0;      // kStepLaunch: tacoAlgo_t
-  size_t chunk = 0;  // kStepLaunch: which launch of the call
   std::vector<Xfer> xfers;
 };
 

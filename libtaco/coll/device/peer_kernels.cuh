@@ -1,12 +1,13 @@
 // The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
-// One launch per chunk of the call (coll/peer_plan.h); each launch is one epoch.
+// One launch per call: the kernel loops over the call's chunks (coll/peer_plan.h), each
+// chunk an epoch of its own (its half of the scratch by epoch parity).
 // The host side, which picks and launches them, is coll/allreduce_peer.cu; each element
 // type and group of code formats is instantiated in a translation unit of its own (made from
 // coll/peer_kernels.cu.in), so that they compile in parallel.
 // A launch drives one rank (NCCL / CUDA IPC: one rank per process) or every rank of a
 // loopback world (one GPU): CTA group g runs rank localRank[g], ctasPerRank CTAs each.
 //
-// Fused two-shot, rank r, P ranks, pieces = this chunk's part of every shard:
+// Fused two-shot, rank r, P ranks, per chunk (pieces = this chunk's part of every shard):
 //   A. for every peer j != r: compress piece j of sendbuff straight into slot r of
 //      rank j's scratch (stores over NVLink); arrive: flag 0 of r at every j.
 //   B. wait for flag 0 of every j; sum in fp32, in rank order, the exact piece r of
@@ -18,7 +19,7 @@
 // The tile functions and the wire layout per piece are the codec kernels' own
 // (codec/device/*.cuh), so the result is the staged two-shot's, bit for bit.
 //
-// One-shot, rank r: A. compress the chunk of sendbuff into slot 0 of our scratch;
+// One-shot, rank r, per chunk: A. compress the chunk of sendbuff into slot 0 of our scratch;
 // arrive: flag 0 of r at every rank (ourselves too). B. wait for flag 0 of every
 // rank; decode-accumulate every rank's slot 0 in rank order into recvbuff. Raw
 // one-shot is the same with codec `none` (a copy, then an fp32 sum in rank order).
@@ -47,16 +48,6 @@ __device__ __forceinline__ char* slotOf(const PeerLaunch& L, int owner, int pari
 
 __device__ __forceinline__ bool aligned16Dev(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
-// The codec's kernel arguments for piece `w` (no pointers set).
-__device__ __forceinline__ void setPiece(Args& a, const PieceWire& w) {
-  setWire(a, w);
-  a.in.n = 0;
-  a.x = nullptr;
-  a.y = nullptr;
-  a.out = nullptr;
-  a.streamOut = 0;
-}
-
 struct Who {
   int group, rank, cta, ctas;  // group: the local rank this CTA drives (index into send / recv)
   size_t warp, nWarps;
@@ -75,20 +66,56 @@ __device__ __forceinline__ Who who(const PeerLaunch& L) {
   return w;
 }
 
-// What every peer kernel reads first: rank r's scratch, the epoch of this launch (the
-// calls r completed), the half it uses (epoch parity) and what its waits give up on.
+// What every peer kernel reads first: rank r's scratch, the epoch of the call's first chunk
+// (the chunks r completed before) and what its waits give up on.
 struct RankEpoch {
   char* mine;
   uint32_t epoch;
-  int parity;
   peer::WaitGuard guard;
 };
 
 __device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
   char* const mine = L.base[r];
   const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
-  return RankEpoch{mine, epoch, (int)(epoch & 1),
+  return RankEpoch{mine, epoch,
                    peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs}};
+}
+
+// Chunk c of the call: its epoch, the flags' value once a rank is past a point in it, and
+// its half of the scratch.
+struct Chunk {
+  int c;
+  uint32_t epoch, flag;
+  int parity;
+};
+
+__device__ __forceinline__ Chunk chunkOf(const RankEpoch& e, int c) {
+  const uint32_t epoch = e.epoch + (uint32_t)c;
+  return Chunk{c, epoch, epoch + 1, (int)(epoch & 1)};
+}
+
+// Shard j's piece in chunk `ch`: its first element, and its wire set into `a` (count 0: empty).
+__device__ __forceinline__ size_t pieceOff(const PeerLaunch& L, int j, const Chunk& ch) {
+  return L.shardOff[j] + (size_t)ch.c * L.chunkElems;
+}
+__device__ __forceinline__ bool pieceEmpty(const PeerLaunch& L, int j, const Chunk& ch) {
+  return (size_t)ch.c * L.chunkElems >= L.shardLen[j];
+}
+__device__ __forceinline__ void setPieceWire(Args& a, const PeerLaunch& L, int j, const Chunk& ch) {
+  const size_t start = (size_t)ch.c * L.chunkElems;
+  if (start >= L.shardLen[j]) setWire(a, PieceWire{});
+  else if (L.shardLen[j] - start >= L.chunkElems) setWire(a, L.full);
+  else setWire(a, L.tail[j]);
+}
+
+// The codec's kernel arguments for shard j's piece in chunk `ch` (no pointers set).
+__device__ __forceinline__ void setPiece(Args& a, const PeerLaunch& L, int j, const Chunk& ch) {
+  setPieceWire(a, L, j, ch);
+  a.in.n = 0;
+  a.x = nullptr;
+  a.y = nullptr;
+  a.out = nullptr;
+  a.streamOut = 0;
 }
 
 // Formats whose rotated codecs at B = 256 take the rotated256 layout in the peer kernels
@@ -103,10 +130,20 @@ __device__ __forceinline__ bool rotated256Piece(const Args& a) {
   return a.k.rotate && a.k.B == 256 && a.vec && a.count < ((size_t)1 << 40);
 }
 
+// The phases' tile loops are calls, not inlined: each gets the kernel's whole register
+// budget to itself. Inlined into one kernel (compress, the reduce, the decode, each with
+// its rotated256 and generic paths) they shared one allocation, which spilled.
+// -DTACO_PEER_INLINE_PHASES inlines them again (to measure the two side by side).
+#ifdef TACO_PEER_INLINE_PHASES
+#define TACO_PEER_PHASE __forceinline__
+#else
+#define TACO_PEER_PHASE __noinline__
+#endif
+
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
 // ahead; tiles that cannot be staged take the general load).
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
+__device__ TACO_PEER_PHASE void compressPiece(const Args& a, const Who w) {
   if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a)) {  // the B = 256 rotated layout, as the codec's own kernel takes it
@@ -125,7 +162,7 @@ __device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
 
 // Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
 template <typename T, int MODE, int FMT, bool ROT>
-__device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
+__device__ TACO_PEER_PHASE void sumPiece(const Args& a, const Who w, bool inputsOk) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
@@ -152,44 +189,58 @@ struct PieceArgs {
   int inputsOk;
 };
 
-// One thread sets up sp for piece `w` (pointers by `fill`): the wire, vec and the input
-// header check. The caller brackets it with __syncthreads.
+// Whether the inputs' headers match `a` and every pointer is 16-byte aligned.
+__device__ __forceinline__ bool inputsMatch(const Args& a, int q) {
+  return headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
+}
+__device__ __forceinline__ bool pointersAligned(const Args& a) {
+  bool vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out);
+  for (int q = 0; q < a.in.n; ++q) vec = vec && aligned16Dev(a.in.ptr[q]);
+  return vec;
+}
+
+// One thread sets up sp for shard j's piece in chunk `ch` (pointers by `fill`): the wire,
+// vec and the input header check. The caller brackets it with __syncthreads.
 template <class Fill>
-__device__ __forceinline__ void fillPiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
+__device__ __forceinline__ void fillPiece(PieceArgs& sp, const PeerLaunch& L, int j, const Chunk& ch, Fill fill) {
   sp.a = L.proto;
-  setPiece(sp.a, w);
+  setPiece(sp.a, L, j, ch);
   fill(sp.a);
-  Args& a = sp.a;
-  bool vec = aligned16Dev(a.x) && aligned16Dev(a.y) && aligned16Dev(a.out), ok = true;
-  for (int q = 0; q < a.in.n; ++q) {
-    ok &= headerOk(static_cast<const uint8_t*>(a.in.ptr[q]), a);
-    vec = vec && aligned16Dev(a.in.ptr[q]);
-  }
-  a.vec = vec;
+  bool ok = true;
+  for (int q = 0; q < sp.a.in.n; ++q) ok &= inputsMatch(sp.a, q);
+  sp.a.vec = pointersAligned(sp.a);
   sp.inputsOk = ok;
 }
 
-// Every thread of the CTA calls it: thread 0 sets up sp for piece `w`; on return every
-// thread sees it.
+// Every thread of the CTA calls it: thread 0 sets up sp for shard j's piece in chunk `ch`,
+// and thread q checks input q's header (the P loads of a one-shot in flight together, not
+// one after another). On return every thread sees sp; returns whether the headers matched.
 template <class Fill>
-__device__ __forceinline__ void preparePiece(PieceArgs& sp, const PeerLaunch& L, const PieceWire& w, Fill fill) {
+__device__ __forceinline__ bool preparePiece(PieceArgs& sp, const PeerLaunch& L, int j, const Chunk& ch, Fill fill) {
   __syncthreads();  // every thread is done with the previous piece
-  if (threadIdx.x == 0) fillPiece(sp, L, w, fill);
+  if (threadIdx.x == 0) {
+    sp.a = L.proto;
+    setPiece(sp.a, L, j, ch);
+    fill(sp.a);
+    sp.a.vec = pointersAligned(sp.a);
+  }
   __syncthreads();
+  const int q = (int)threadIdx.x;
+  return __syncthreads_and(q >= sp.a.in.n || inputsMatch(sp.a, q)) != 0;
 }
 
 // Pieces a phase works on at once: all P - 1 peers' pieces up to P = 8.
 constexpr int kPieceGroups = 7;
 
 // Phases A and C: work(args, who) on the pieces of the P - 1 peers j = r + 1, r + 2, ...
-// (mod P), up to kPieceGroups at once, each taken by its own share of the rank's warps
-// (warp w takes piece w mod G, as warp w / G of its share). A phase thus ramps up and
-// drains once, not once per piece. The tile functions keep their staging per warp or
+// (mod P) in chunk `ch`, up to kPieceGroups at once, each taken by its own share of the
+// rank's warps (warp w takes piece w mod G, as warp w / G of its share). A phase thus ramps
+// up and drains once, not once per piece. The tile functions keep their staging per warp or
 // per thread, so warps of one CTA may work on different pieces. Every thread of the CTA
 // calls it; fill(args, j) sets piece j's pointers.
 template <class Fill, class Work>
-__device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L, const Who& w, Fill fill,
-                                              Work work) {
+__device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L, const Who& w, const Chunk& ch,
+                                              Fill fill, Work work) {
   const int P = L.P, m = P - 1;
   const int G = (int)min((size_t)min(m, kPieceGroups), w.nWarps);
   const int g = (int)(w.warp % G);
@@ -200,12 +251,78 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
     __syncthreads();  // every thread is done with the previous round's pieces
     if ((int)threadIdx.x < G && t + (int)threadIdx.x < m) {
       const int j = (w.rank + 1 + t + (int)threadIdx.x) % P;
-      if (L.wire[j].count > 0) fillPiece(sp[threadIdx.x], L, L.wire[j], [&](Args& a) { fill(a, j); });
+      if (!pieceEmpty(L, j, ch)) fillPiece(sp[threadIdx.x], L, j, ch, [&](Args& a) { fill(a, j); });
       else sp[threadIdx.x].a.count = 0;  // an empty piece: its slot holds no wire to check
     }
     __syncthreads();
     if (t + g < m && sp[g].a.count > 0) work(sp[g], share);
   }
+}
+
+// One chunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
+template <typename T, int FMT, bool ROT>
+__device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e,
+                                           const Chunk& ch) {
+  const int r = w.rank, P = L.P;
+  const char* send = static_cast<const char*>(L.send[w.group]);
+  char* recv = static_cast<char*>(L.recv[w.group]);
+  constexpr size_t eb = sizeof(T);
+  forPeerPieces(  // A. compress the peers' pieces into their scratch
+      sp, L, w, ch,
+      [&](Args& a, int j) {
+        a.x = send + pieceOff(L, j, ch) * eb;
+        a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, ch.parity, r));
+      },
+      [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
+  peer::markPhaseEnd(L, kTimelineEndA);
+  peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag);
+  if (!peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag, e.guard)) return false;
+  peer::mark(L, kTimelineWait0);
+  if (!pieceEmpty(L, r, ch)) {  // B. reduce our piece
+    const bool ok = preparePiece(sp[0], L, r, ch, [&](Args& a) {
+      for (int j = 0; j < P; ++j)
+        if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, ch.parity, j);
+      a.x = send + pieceOff(L, r, ch) * eb;
+      a.y = recv + pieceOff(L, r, ch) * eb;
+      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, r));
+    });
+    sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, ok);
+  }
+  peer::markPhaseEnd(L, kTimelineEndB);
+  peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag);
+  if (!peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag, e.guard)) return false;
+  peer::mark(L, kTimelineWait1);
+  forPeerPieces(  // C. decode the peers' reduced pieces
+      sp, L, w, ch,
+      [&](Args& a, int j) {
+        a.in.ptr[a.in.n++] = slotOf(L, j, ch.parity, j);
+        a.y = recv + pieceOff(L, j, ch) * eb;
+      },
+      [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
+  return true;
+}
+
+// One chunk of the one-shot. False when the wait gave up.
+template <typename T, int FMT, bool ROT>
+__device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e,
+                                             const Chunk& ch) {
+  const int r = w.rank, P = L.P;
+  const size_t off = pieceOff(L, 0, ch) * sizeof(T);
+  (void)preparePiece(sp[0], L, 0, ch, [&](Args& a) {
+    a.x = static_cast<const char*>(L.send[w.group]) + off;
+    a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, 0));
+  });
+  compressPiece<T, FMT, ROT>(sp[0].a, w);
+  peer::markPhaseEnd(L, kTimelineEndA);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag);
+  if (!peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) return false;
+  peer::mark(L, kTimelineWait0);
+  const bool ok = preparePiece(sp[0], L, 0, ch, [&](Args& a) {
+    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, ch.parity, 0);
+    a.y = static_cast<char*>(L.recv[w.group]) + off;
+  });
+  sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, ok);
+  return true;
 }
 
 // ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
@@ -214,67 +331,16 @@ template <typename T, int FMT, bool ROT>
 __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
   __shared__ PieceArgs sp[kPieceGroups];
   const Who w = who(L);
-  const int r = w.rank, P = L.P;
-  if (r == L.skipRank) return;  // fault injection: this rank never arrives
-  const RankEpoch e = rankEpoch(L, r);
-  peer::markStart(L, r);
-  const char* send = static_cast<const char*>(L.send[w.group]);
-  char* recv = static_cast<char*>(L.recv[w.group]);
-  const size_t eb = sizeof(T);
-
-  if (L.algo == tacoAlgoFused) {
-    forPeerPieces(  // A. compress the peers' pieces into their scratch
-        sp, L, w,
-        [&](Args& a, int j) {
-          a.x = send + L.pieceOff[j] * eb;
-          a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, e.parity, r));
-        },
-        [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
-    peer::markPhaseEnd(L, kTimelineEndA);
-    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, e.epoch + 1);
-    if (peer::ctaWaitRanks(e.mine, 0, P, r, e.epoch + 1, e.guard)) {  // B. reduce our piece
-      peer::mark(L, kTimelineWait0);
-      if (L.wire[r].count > 0) {
-        preparePiece(sp[0], L, L.wire[r], [&](Args& a) {
-          for (int j = 0; j < P; ++j)
-            if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, e.parity, j);
-          a.x = send + L.pieceOff[r] * eb;
-          a.y = recv + L.pieceOff[r] * eb;
-          a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, r));
-        });
-        sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
-      }
-      peer::markPhaseEnd(L, kTimelineEndB);
-      peer::ctaArrive(L.base, P, r, r, 1, w.ctas, e.epoch + 1);
-      if (peer::ctaWaitRanks(e.mine, 1, P, r, e.epoch + 1, e.guard)) {  // C. decode the peers' reduced pieces
-        peer::mark(L, kTimelineWait1);
-        forPeerPieces(
-            sp, L, w,
-            [&](Args& a, int j) {
-              a.in.ptr[a.in.n++] = slotOf(L, j, e.parity, j);
-              a.y = recv + L.pieceOff[j] * eb;
-            },
-            [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
-      }
-    }
-  } else {  // one-shot
-    preparePiece(sp[0], L, L.wire[0], [&](Args& a) {
-      a.x = send + L.pieceOff[0] * eb;
-      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
-    });
-    compressPiece<T, FMT, ROT>(sp[0].a, w);
-    peer::markPhaseEnd(L, kTimelineEndA);
-    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
-    if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
-      peer::mark(L, kTimelineWait0);
-      preparePiece(sp[0], L, L.wire[0], [&](Args& a) {
-        for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
-        a.y = recv + L.pieceOff[0] * eb;
-      });
-      sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, sp[0].inputsOk);
-    }
+  if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
+  const RankEpoch e = rankEpoch(L, w.rank);
+  for (int c = 0; c < L.nChunks; ++c) {
+    const Chunk ch = chunkOf(e, c);
+    peer::markStart(L, w.rank);
+    const bool ok = L.algo == tacoAlgoFused ? fusedChunk<T, FMT, ROT>(sp, L, w, e, ch)
+                                            : oneShotChunk<T, FMT, ROT>(sp, L, w, e, ch);
+    if (!ok) break;  // given up (abort, timeout): the communicator is done
   }
-  peer::ctaFinish(e.mine, w.ctas, e.epoch);
+  peer::ctaFinish(e.mine, w.ctas, e.epoch + (uint32_t)L.nChunks);
   peer::mark(L, kTimelineEnd);
 }
 
@@ -285,25 +351,28 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
   const RankEpoch e = rankEpoch(L, r);
-  peer::markStart(L, r);
   const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
-  Args a = L.proto;
-  setPiece(a, L.wire[0]);
-  a.x = static_cast<const char*>(L.send[w.group]) + L.pieceOff[0] * sizeof(T);
-  a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, e.parity, 0));
-  a.vec = aligned16Dev(a.x);
-  elementTiles<T, T, kCompress>(a, tid, nThreads);
-  peer::markPhaseEnd(L, kTimelineEndA);
-  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, e.epoch + 1);
-  if (peer::ctaWaitRanks(e.mine, 0, P, -1, e.epoch + 1, e.guard)) {
+  for (int c = 0; c < L.nChunks; ++c) {
+    const Chunk ch = chunkOf(e, c);
+    peer::markStart(L, r);
+    const size_t off = pieceOff(L, 0, ch) * sizeof(T);
+    Args a = L.proto;
+    setPiece(a, L, 0, ch);
+    a.x = static_cast<const char*>(L.send[w.group]) + off;
+    a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, 0));
+    a.vec = aligned16Dev(a.x);
+    elementTiles<T, T, kCompress>(a, tid, nThreads);
+    peer::markPhaseEnd(L, kTimelineEndA);
+    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag);
+    if (!peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) break;
     peer::mark(L, kTimelineWait0);
-    setPiece(a, L.wire[0]);
-    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, e.parity, 0);
-    a.y = static_cast<char*>(L.recv[w.group]) + L.pieceOff[0] * sizeof(T);
+    setPiece(a, L, 0, ch);
+    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, ch.parity, 0);
+    a.y = static_cast<char*>(L.recv[w.group]) + off;
     a.vec = aligned16Dev(a.y);
     elementTiles<T, T, kAccumulate>(a, tid, nThreads);
   }
-  peer::ctaFinish(e.mine, w.ctas, e.epoch);
+  peer::ctaFinish(e.mine, w.ctas, e.epoch + (uint32_t)L.nChunks);
   peer::mark(L, kTimelineEnd);
 }
 

@@ -120,32 +120,39 @@ __device__ __forceinline__ bool ctaWaitRanks(char* mine, int phase, int P, int s
 
 // Every thread of the CTA calls it after its stores for a phase. The last of rank `rank`'s
 // `ctas` CTAs to arrive sets flag `phase` of `rank` to `value` in the scratch of every rank
-// j < P except `skip` (-1: none).
+// j < P except `skip` (-1: none). A rank of one CTA (small messages) needs no count: its
+// one fence releases the CTA's stores (made visible to thread 0 by the barrier) with the flags.
 __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, int rank, int phase, int ctas,
                                           uint32_t value) {
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* counter = controlWord(base[rank], kCtlArrive + phase);
-    fenceAcqRelSys();  // release: this CTA's stores, then its count
-    if (atomicAdd(counter, 1u) == (uint32_t)ctas - 1) {
-      *reinterpret_cast<volatile uint32_t*>(counter) = 0;  // no CTA of this launch arrives here again
+    fenceAcqRelSys();  // release: this CTA's stores, then its count (or its flags)
+    bool last = true;
+    if (ctas > 1 && atomicAdd(counter, 1u) == (uint32_t)ctas - 1) {
+      *reinterpret_cast<volatile uint32_t*>(counter) = 0;  // no CTA arrives here again before these flags
       fenceAcqRelSys();  // acquire the other CTAs' counts (and so their stores), release them with ours
+    } else if (ctas > 1) {
+      last = false;
+    }
+    if (last)
       for (int j = 0; j < P; ++j)
         if (j != skip) storeRelaxed(flagWord(base[j], phase, rank), value);
-    }
   }
 }
 
-// Every thread of the CTA calls it last: the rank's last CTA advances the epoch.
-__device__ __forceinline__ void ctaFinish(char* scratch, int ctas, uint32_t epoch) {
+// Every thread of the CTA calls it last: the rank's last CTA sets the epoch to `next` (the
+// next launch reads it; the kernel boundary orders the two, so a lone CTA needs no count).
+__device__ __forceinline__ void ctaFinish(char* scratch, int ctas, uint32_t next) {
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* finish = controlWord(scratch, kCtlFinish);
-    __threadfence();
-    if (atomicAdd(finish, 1u) == (uint32_t)ctas - 1) {
+    if (ctas > 1) {
+      __threadfence();
+      if (atomicAdd(finish, 1u) != (uint32_t)ctas - 1) return;
       *reinterpret_cast<volatile uint32_t*>(finish) = 0;
-      *reinterpret_cast<volatile uint32_t*>(controlWord(scratch, kCtlEpoch)) = epoch + 1;
     }
+    *reinterpret_cast<volatile uint32_t*>(controlWord(scratch, kCtlEpoch)) = next;
   }
 }
 
