@@ -92,6 +92,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   L.algo = s0.algo;
   L.P = c0->nranks;
   L.nLocal = (int)n;
+  L.oneGpu = L.nLocal == L.P;
   L.ranksPerDevice = pm->ranksPerDevice > L.nLocal ? pm->ranksPerDevice : L.nLocal;
   for (size_t i = 0; i < n; ++i) {
     L.localRank[i] = comms[i]->rank;

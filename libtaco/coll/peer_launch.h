@@ -23,6 +23,7 @@ struct PeerLaunch {
   int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
   int nChunks;       // chunks of the call: epochs epoch .. epoch + nChunks - 1
+  int oneGpu;        // every rank is in this launch (loopback): .gpu-scope fences (coll/device/peer_sync.cuh)
   int localRank[kMaxPeerRanks];
   const void* send[kMaxPeerRanks];  // per local rank
   void* recv[kMaxPeerRanks];

@@ -54,15 +54,19 @@ struct Who {
   int lane;
 };
 
-__device__ __forceinline__ Who who(const PeerLaunch& L) {
+// `opaque`: derive everything from values the compiler cannot see through (inside a loop
+// over chunks, so that nothing of it is hoisted out and kept live across the loop).
+__device__ __forceinline__ Who who(const PeerLaunch& L, bool opaque = false) {
+  unsigned bx = blockIdx.x, tx = threadIdx.x;
+  if (opaque) asm volatile("" : "+r"(bx), "+r"(tx));
   Who w;
-  w.group = (int)blockIdx.x / L.ctasPerRank;
+  w.group = (int)bx / L.ctasPerRank;
   w.rank = L.localRank[w.group];
-  w.cta = (int)blockIdx.x % L.ctasPerRank;
+  w.cta = (int)bx % L.ctasPerRank;
   w.ctas = L.ctasPerRank;
-  w.warp = ((size_t)w.cta * blockDim.x + threadIdx.x) >> 5;
+  w.warp = ((size_t)w.cta * blockDim.x + tx) >> 5;
   w.nWarps = ((size_t)w.ctas * blockDim.x) >> 5;
-  w.lane = threadIdx.x & 31;
+  w.lane = tx & 31;
   return w;
 }
 
@@ -74,11 +78,15 @@ struct RankEpoch {
   peer::WaitGuard guard;
 };
 
-__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
+// epoch0: the epoch the rank's scratch held when the launch began (read once by the kernel).
+__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r, uint32_t epoch0) {
   char* const mine = L.base[r];
-  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
-  return RankEpoch{mine, epoch,
-                   peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs}};
+  return RankEpoch{mine, epoch0,
+                   peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs,
+                                   L.oneGpu != 0}};
+}
+__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
+  return rankEpoch(L, r, *reinterpret_cast<volatile uint32_t*>(peer::controlWord(L.base[r], kCtlEpoch)));
 }
 
 // Chunk c of the call: its epoch, the flags' value once a rank is past a point in it, and
@@ -130,20 +138,10 @@ __device__ __forceinline__ bool rotated256Piece(const Args& a) {
   return a.k.rotate && a.k.B == 256 && a.vec && a.count < ((size_t)1 << 40);
 }
 
-// The phases' tile loops are calls, not inlined: each gets the kernel's whole register
-// budget to itself. Inlined into one kernel (compress, the reduce, the decode, each with
-// its rotated256 and generic paths) they shared one allocation, which spilled.
-// -DTACO_PEER_INLINE_PHASES inlines them again (to measure the two side by side).
-#ifdef TACO_PEER_INLINE_PHASES
-#define TACO_PEER_PHASE __forceinline__
-#else
-#define TACO_PEER_PHASE __noinline__
-#endif
-
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
 // ahead; tiles that cannot be staged take the general load).
 template <typename T, int FMT, bool ROT>
-__device__ TACO_PEER_PHASE void compressPiece(const Args& a, const Who w) {
+__device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
   if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a)) {  // the B = 256 rotated layout, as the codec's own kernel takes it
@@ -162,7 +160,7 @@ __device__ TACO_PEER_PHASE void compressPiece(const Args& a, const Who w) {
 
 // Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
 template <typename T, int MODE, int FMT, bool ROT>
-__device__ TACO_PEER_PHASE void sumPiece(const Args& a, const Who w, bool inputsOk) {
+__device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
@@ -259,10 +257,24 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
   }
 }
 
-// One chunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
+// The pieces' codec arguments of the chunk functions below (one allocation per kernel).
+__shared__ PieceArgs chunkPieces[kPieceGroups];
+
+// The chunk functions are calls, not inlined into the kernel's loop over chunks: what the
+// loop carries across a call is a few registers saved once per chunk, and each chunk's
+// tile loops get the register allocation they had when a launch was one chunk. (Inlined,
+// the loop's live state pushed the rotated codecs' tile loops into spills: 1.6-1.9x
+// slower, docs/results.md.) L is the kernel's __grid_constant__ parameter: a reference
+// to it is no copy.
+
+// One chunk of the fused two-shot (phases A, B, C above); `epoch0`: the call's first
+// chunk's epoch. False when a wait gave up.
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e,
-                                           const Chunk& ch) {
+__device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, uint32_t epoch0, int c) {
+  PieceArgs* sp = chunkPieces;
+  const Who w = who(L, true);
+  const RankEpoch e = rankEpoch(L, w.rank, epoch0);
+  const Chunk ch = chunkOf(e, c);
   const int r = w.rank, P = L.P;
   const char* send = static_cast<const char*>(L.send[w.group]);
   char* recv = static_cast<char*>(L.recv[w.group]);
@@ -275,7 +287,7 @@ __device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, c
       },
       [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
   peer::markPhaseEnd(L, kTimelineEndA);
-  peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag);
+  peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
   if (!peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag, e.guard)) return false;
   peer::mark(L, kTimelineWait0);
   if (!pieceEmpty(L, r, ch)) {  // B. reduce our piece
@@ -289,7 +301,7 @@ __device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, c
     sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, ok);
   }
   peer::markPhaseEnd(L, kTimelineEndB);
-  peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag);
+  peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0);
   if (!peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag, e.guard)) return false;
   peer::mark(L, kTimelineWait1);
   forPeerPieces(  // C. decode the peers' reduced pieces
@@ -304,8 +316,11 @@ __device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, c
 
 // One chunk of the one-shot. False when the wait gave up.
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e,
-                                             const Chunk& ch) {
+__device__ __forceinline__ bool oneShotChunk(const PeerLaunch& L, uint32_t epoch0, int c) {
+  PieceArgs* sp = chunkPieces;
+  const Who w = who(L, true);
+  const RankEpoch e = rankEpoch(L, w.rank, epoch0);
+  const Chunk ch = chunkOf(e, c);
   const int r = w.rank, P = L.P;
   const size_t off = pieceOff(L, 0, ch) * sizeof(T);
   (void)preparePiece(sp[0], L, 0, ch, [&](Args& a) {
@@ -314,7 +329,7 @@ __device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L,
   });
   compressPiece<T, FMT, ROT>(sp[0].a, w);
   peer::markPhaseEnd(L, kTimelineEndA);
-  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
   if (!peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) return false;
   peer::mark(L, kTimelineWait0);
   const bool ok = preparePiece(sp[0], L, 0, ch, [&](Args& a) {
@@ -328,19 +343,19 @@ __device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L,
 // ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
 // tile functions too (a kernel of its own: they need more registers than the generic path).
 template <typename T, int FMT, bool ROT>
-__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
-  __shared__ PieceArgs sp[kPieceGroups];
-  const Who w = who(L);
-  if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
-  const RankEpoch e = rankEpoch(L, w.rank);
+__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const __grid_constant__ PeerLaunch L) {
+  const int rank = L.localRank[blockIdx.x / L.ctasPerRank];
+  if (rank == L.skipRank) return;  // fault injection: this rank never arrives
+  char* const mine = L.base[rank];
+  const uint32_t epoch0 = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+#pragma unroll 1
   for (int c = 0; c < L.nChunks; ++c) {
-    const Chunk ch = chunkOf(e, c);
-    peer::markStart(L, w.rank);
-    const bool ok = L.algo == tacoAlgoFused ? fusedChunk<T, FMT, ROT>(sp, L, w, e, ch)
-                                            : oneShotChunk<T, FMT, ROT>(sp, L, w, e, ch);
+    peer::markStart(L, rank);
+    const bool ok = L.algo == tacoAlgoFused ? fusedChunk<T, FMT, ROT>(L, epoch0, c)
+                                            : oneShotChunk<T, FMT, ROT>(L, epoch0, c);
     if (!ok) break;  // given up (abort, timeout): the communicator is done
   }
-  peer::ctaFinish(e.mine, w.ctas, e.epoch + (uint32_t)L.nChunks);
+  peer::ctaFinish(mine, L.ctasPerRank, epoch0 + (uint32_t)L.nChunks);
   peer::mark(L, kTimelineEnd);
 }
 
@@ -363,7 +378,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
     a.vec = aligned16Dev(a.x);
     elementTiles<T, T, kCompress>(a, tid, nThreads);
     peer::markPhaseEnd(L, kTimelineEndA);
-    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag);
+    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
     if (!peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) break;
     peer::mark(L, kTimelineWait0);
     setPiece(a, L, 0, ch);

@@ -12,7 +12,8 @@
 //    fence.acq_rel.sys; __syncthreads() then makes the data visible to the whole CTA.
 //    (PTX's fence-fence synchronisation: a release fence, a strong write observed by a
 //    strong read, an acquire fence. fence.acq_rel is lighter than the sequentially
-//    consistent fence of __threadfence_system(), which nothing here needs.)
+//    consistent fence of __threadfence_system(), which nothing here needs.) A launch that
+//    holds every rank (a loopback world, one GPU) fences at .gpu scope instead (fenceAcqRel).
 //  - Every wait is bounded: every waiting thread checks, about once a millisecond
 //    (kGuardCheckNs), the communicator's abort word (host-mapped, set by tacoCommAbort
 //    from any thread), the rank's failed word (another CTA of this rank gave up) and
@@ -48,7 +49,13 @@ __device__ __forceinline__ uint32_t loadRelaxed(const uint32_t* p) {
 __device__ __forceinline__ void storeRelaxed(uint32_t* p, uint32_t v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-__device__ __forceinline__ void fenceAcqRelSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+// The barrier's fences. Where every rank runs in this launch (a loopback world: its ranks
+// are CTA groups of one kernel on one GPU) the .gpu scope covers every reader and writer
+// and costs less than .sys, which ranks on other GPUs or in other processes need.
+__device__ __forceinline__ void fenceAcqRel(bool oneGpu) {
+  if (oneGpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
 __device__ __forceinline__ uint64_t globalTimerNs() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -68,6 +75,7 @@ struct WaitGuard {
   int* statusWord;       // host-mapped: why this communicator's kernels gave up
   uint32_t* failedWord;  // this rank's scratch: a CTA of this rank gave up
   uint64_t timeoutNs;
+  bool oneGpu;           // fences of .gpu scope suffice (fenceAcqRel)
 };
 
 __device__ __forceinline__ void giveUp(const WaitGuard& g, int why) {
@@ -103,7 +111,7 @@ __device__ __forceinline__ bool waitFlag(const uint32_t* flag, uint32_t target, 
       }
     }
   }
-  fenceAcqRelSys();
+  fenceAcqRel(g.oneGpu);
   return true;
 }
 
@@ -123,15 +131,15 @@ __device__ __forceinline__ bool ctaWaitRanks(char* mine, int phase, int P, int s
 // j < P except `skip` (-1: none). A rank of one CTA (small messages) needs no count: its
 // one fence releases the CTA's stores (made visible to thread 0 by the barrier) with the flags.
 __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, int rank, int phase, int ctas,
-                                          uint32_t value) {
+                                          uint32_t value, bool oneGpu) {
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* counter = controlWord(base[rank], kCtlArrive + phase);
-    fenceAcqRelSys();  // release: this CTA's stores, then its count (or its flags)
+    fenceAcqRel(oneGpu);  // release: this CTA's stores, then its count (or its flags)
     bool last = true;
     if (ctas > 1 && atomicAdd(counter, 1u) == (uint32_t)ctas - 1) {
       *reinterpret_cast<volatile uint32_t*>(counter) = 0;  // no CTA arrives here again before these flags
-      fenceAcqRelSys();  // acquire the other CTAs' counts (and so their stores), release them with ours
+      fenceAcqRel(oneGpu);  // acquire the other CTAs' counts (and so their stores), release them with ours
     } else if (ctas > 1) {
       last = false;
     }
