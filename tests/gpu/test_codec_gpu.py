@@ -96,7 +96,7 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
     assert same_bits(from_dev(cupy, y2d, dtype), y2h)
 
 
-# The staged multi-input sum (genericSumTiles, device/block_generic.cuh) stages a tile as
+# The staged multi-input sum (genericSumTiles, device/block_sum.cuh) stages a tile as
 # units of up to 3 compressed inputs, then the exact input: k = 1 ... 15 inputs make 1 ... 5
 # units of codes, 1 ... 6 units per tile with the exact input, so its 3 slots wrap within a
 # tile and across tiles. Byte codes at block sizes 32 (a lane per block), 256 and 1024 (a
