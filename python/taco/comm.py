@@ -14,8 +14,8 @@ __cuda_array_interface__ or __dlpack__), run on `stream=` or the producer's stre
 and return `out` (allocated in x's framework when not given). Configuration keywords
 (codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency, algo) left out
 take their TACO_* environment variables (docs/tuning.md). `algo` is the AllReduce
-algorithm, one of ALGOS (the library's names, tacoAlgoName): "auto" lets the library pick per call (`allreduce_algo` says
-which), the others force one (docs/collectives.md).
+algorithm, one of ALGOS (the library's names, tacoAlgoName): "auto" lets the library pick
+per call (`allreduce_algo` says which), the others force one (docs/collectives.md).
 """
 from __future__ import annotations
 
