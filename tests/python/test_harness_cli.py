@@ -35,7 +35,8 @@ def test_without_the_harness_one_line_says_how_to_install_it(argv, monkeypatch, 
 
 
 def test_a_declared_harness_that_cannot_load_says_so(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "taco_bench", None)  # the entry point is declared, its package is gone
+    for module in ("taco_bench", "taco_bench.cli"):  # the entry point is declared, its package is gone
+        monkeypatch.setitem(sys.modules, module, None)
     assert main(["bench", "codec", "--host"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be loaded" in err and HARNESS_INSTALL in err
