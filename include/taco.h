@@ -84,6 +84,11 @@ typedef enum {
   tacoNumAlgos = 6
 } tacoAlgo_t;
 
+/* The name of an AllReduce algorithm, as TACO_ALGO spells it ("auto", "plain", "staged",
+ * "fused", "oneshot", "oneshot-raw"): a static string; NULL for a value that is not one of
+ * tacoAlgoAuto .. tacoNumAlgos - 1. */
+const char* tacoAlgoName(tacoAlgo_t algo);
+
 /* ----------------------------------------------------------------- codecs */
 /* Stable codec ids; they are written into every compressed buffer (docs/format.md). */
 typedef enum {

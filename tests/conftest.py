@@ -10,15 +10,20 @@ Markers:
 The taco package is imported from python/ in this checkout unless one is
 installed, and the benchmark harness taco_bench from bench/python likewise; a
 source directory used is also put on PYTHONPATH, so the subprocesses the tests
-start import the same packages. The library is found as taco._lib describes
+start import the same packages. A harness imported from bench/python also gets
+the entry points pip would install with it (`python -m taco bench` finds the
+harness through them). The library is found as taco._lib describes
 (TACO_LIBRARY first).
 """
 
+import atexit
 import ctypes
 import functools
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,10 +37,44 @@ ROOT = Path(__file__).resolve().parent.parent
 # with TACO_TUNE and TACO_TUNE_FILE set (the library reads the environment once).
 os.environ.setdefault("TACO_TUNE", "off")
 
+
+
+def _put_on_path(directory: Path) -> None:
+    """First on sys.path, and on PYTHONPATH for the subprocesses."""
+    sys.path.insert(0, str(directory))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(directory), os.environ.get("PYTHONPATH")]))
+
+
+def _declare_source_harness() -> None:
+    """Entry points are read from installed metadata, which a package imported from its source
+    directory lacks. When taco_bench comes from bench/python, write the dist-info pip would
+    install with it (name, version, the entry points of its pyproject.toml) into a directory of
+    its own, first on the path, so that it shadows any other installed copy's."""
+    spec = importlib.util.find_spec("taco_bench")
+    source = ROOT / "bench" / "python"
+    if spec is None or spec.origin is None or source not in Path(spec.origin).resolve().parents:
+        return
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+    with open(source / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    meta = Path(tempfile.mkdtemp(prefix="taco-bench-source-"))
+    atexit.register(shutil.rmtree, meta, True)
+    info = meta / f"taco_bench-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
+        for group, points in project.get("entry-points", {}).items()))
+    _put_on_path(meta)
+
+
 for _package, _source in (("taco", ROOT / "python"), ("taco_bench", ROOT / "bench" / "python")):
     if importlib.util.find_spec(_package) is None:
-        sys.path.insert(0, str(_source))
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_source), os.environ.get("PYTHONPATH")]))
+        _put_on_path(_source)
+_declare_source_harness()
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,6 +28,20 @@ const char* dtypeName(tacoDataType_t t) {
   }
 }
 
+size_t dtypeBytes(tacoDataType_t t) { return t == tacoFloat32 ? 4 : 2; }
+
+namespace {
+
+// "auto, plain, ..., oneshot-raw", with `last` before the last name.
+std::string algoList(const char* last) {
+  std::string out;
+  for (int a = 0; a < tacoNumAlgos; ++a)
+    out += std::string(a == 0 ? "" : a + 1 == tacoNumAlgos ? last : ", ") + tacoAlgoName((tacoAlgo_t)a);
+  return out;
+}
+
+}  // namespace
+
 void printUsage(FILE* f) {
   fprintf(f,
           "usage: taco_perf [options]                 (one process per GPU, e.g. under mpirun)\n"
@@ -57,9 +71,10 @@ void printUsage(FILE* f) {
           "                          the library default); 0 compresses every size\n"
           "      --chunk SIZE        the communicators' chunkBytes (default: TACO_CHUNK_BYTES / library)\n"
           "      --depth N           the communicators' pipelineDepth (default: TACO_PIPELINE_DEPTH / library)\n"
-          "      --algo NAME         the AllReduce algorithm of the -C communicators: auto, plain, staged,\n"
-          "                          fused, oneshot, oneshot-raw (default: TACO_ALGO, else auto); a row\n"
-          "                          whose communicator cannot run it is skipped\n"
+          "      --algo NAME         the AllReduce algorithm of the -C communicators, one of\n"
+          "                          %s\n"
+          "                          (default: TACO_ALGO, else auto); a row whose communicator cannot\n"
+          "                          run it is skipped\n"
           "      --diy 0|1           measure the do-it-yourself baseline (allreduce only; default 1)\n"
           "      --seed N            seed of the input data (default 31424)\n"
           "      --id-file PATH      without MPI: rank 0 writes the NCCL unique ids to PATH, the other\n"
@@ -68,7 +83,8 @@ void printUsage(FILE* f) {
           "  -h, --help              this text\n"
           "\n"
           "Exit status: 0 success, 1 runtime failure or failed check, 2 bad arguments.\n"
-          "Columns and formulas: docs/perf-tool.md.\n");
+          "Columns and formulas: docs/perf-tool.md.\n",
+          algoList(", ").c_str());
 }
 
 namespace {
@@ -127,12 +143,10 @@ bool parseDtype(const std::string& s, tacoDataType_t* t) {
   return true;
 }
 
-// Indexed by tacoAlgo_t; the spelling of TACO_ALGO.
-const char* const kAlgoNames[tacoNumAlgos] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
-
+// The library's names (tacoAlgoName), as TACO_ALGO spells them.
 bool parseAlgo(const std::string& s, int* algo) {
   for (int a = 0; a < tacoNumAlgos; ++a)
-    if (s == kAlgoNames[a]) {
+    if (s == tacoAlgoName((tacoAlgo_t)a)) {
       *algo = a;
       return true;
     }
@@ -171,7 +185,10 @@ const char* canonical(const std::string& arg) {
 
 }  // namespace
 
-const char* algoName(int algo) { return algo >= 0 && algo < tacoNumAlgos ? kAlgoNames[algo] : "?"; }
+const char* algoName(int algo) {
+  const char* name = tacoAlgoName((tacoAlgo_t)algo);
+  return name != nullptr ? name : "?";
+}
 
 bool parseBytes(const char* s, size_t* out) {
   if (s == nullptr || *s == '\0' || *s == '-' || *s == '+') return false;
@@ -316,8 +333,7 @@ int parseArgs(int argc, char** argv, Options* o) {
       o->pipelineDepth = (int)iv;
     } else if (n == "--algo") {
       if (!parseAlgo(v, &o->algo))
-        return usageError("%s: unknown algorithm '%s' (auto, plain, staged, fused, oneshot or oneshot-raw)",
-                          arg.c_str(), v);
+        return usageError("%s: unknown algorithm '%s' (%s)", arg.c_str(), v, algoList(" or ").c_str());
     } else if (n == "--diy") {
       PERF_INT(0, 1, "0 or 1");
       o->diy = (int)iv;

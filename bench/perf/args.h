@@ -7,14 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"  // libtaco's dtypeBytes (header-only)
 #include "taco.h"
 
 namespace perf {
 
 enum Coll { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAlltoAll = 3, kNumColls = 4 };
 const char* collName(Coll c);
-// "auto", "plain", "staged", "fused", "oneshot", "oneshot-raw" (tacoAlgo_t), as --algo spells them.
+// The name of a tacoAlgo_t as --algo spells it (tacoAlgoName), "?" for anything else.
 const char* algoName(int algo);
 
 struct Options {
@@ -43,7 +42,7 @@ struct Options {
 };
 
 const char* dtypeName(tacoDataType_t t);
-using taco::dtypeBytes;
+size_t dtypeBytes(tacoDataType_t t);  // bytes per element
 
 // Parses argv. Returns 0 on success, 2 after printing a message to stderr on a
 // usage error; sets o->help for -h/--help (the caller prints usage()).

@@ -1,4 +1,5 @@
-// Exported error queries and the version: tacoGetVersion, tacoGetErrorString, tacoGetLastError.
+// Exported queries that need no communicator: the version, what a result code means, the last
+// error, the TACO_* parameters and the names of the AllReduce algorithms.
 #include "core/check.h"
 #include "core/comm.h"
 #include "core/export.h"
@@ -59,5 +60,7 @@ TACO_API tacoResult_t tacoGetParamInfo(int index, const char** name, const char*
   if (value != nullptr) *value = taco::paramValue(index);
   return tacoSuccess;
 }
+
+TACO_API const char* tacoAlgoName(tacoAlgo_t algo) { return taco::algoNameOrNull(algo); }
 
 }  // extern "C"

@@ -9,9 +9,8 @@
 #include "codec/device/args.h"
 
 namespace taco {
-namespace dev {
 
-using KernelFn = void (*)(const Args);
+using KernelFn = void (*)(const dev::Args);
 
 // rotated256Kernel (B = 256, rotated codecs, compress and plain decompress): fmt
 // kFmtE4M3, kFmtE5M2, kFmtInt6 or kFmtInt8 (anything else takes the INT8 kernel).
@@ -26,5 +25,4 @@ KernelFn blockCodecKernelFor(int fmt);
 template <typename T, int MODE>
 KernelFn elementCodecKernelFor(int fmt);
 
-}  // namespace dev
 }  // namespace taco

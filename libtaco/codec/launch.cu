@@ -1,6 +1,6 @@
 // Launch policy of the codec kernels (codec/kernels.cu.in): the grid size per kernel,
 // the kernel and its dynamic shared memory for a codec, and the four launchers that
-// codec.h exports; and the host helpers of device/args.h.
+// codec.h exports; and the host helpers of codec/launch.h.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -10,9 +10,12 @@
 
 #include "codec/device/rotated256.cuh"  // the staging constants (shared memory sizes)
 #include "codec/kernels.h"
+#include "codec/launch.h"
 
 namespace taco {
-namespace dev {
+
+using namespace dev;  // the kernels' arguments and constants
+
 namespace {
 
 // Per-device attributes, queried once per device.
@@ -88,11 +91,7 @@ Args makeArgs(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   return a;
 }
 
-}  // namespace dev
-
 namespace {
-
-using namespace dev;
 
 // The grid's cap in CTAs per SM (beyond it each warp loops over tiles). Measured on the H200 at
 // 2^28 elements, caps 8 … 128 side by side in one run (docs/results.md, "Codec kernels", "Grid

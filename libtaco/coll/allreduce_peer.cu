@@ -12,6 +12,7 @@
 #include "coll/allreduce_peer.h"
 #include "codec/codec.h"
 #include "codec/device/args.h"
+#include "codec/launch.h"
 
 namespace taco {
 namespace {

@@ -15,7 +15,8 @@
 //      writes its row, zeros elsewhere: a sum that is a gather, exact in fp32), derive the
 //      table, and compare its hash across ranks the same way;
 //   5. install it for the world, and write it to the cache from rank 0.
-// Steps that can fail on one rank end in an agreement, so no rank goes on alone.
+// Steps that can fail on one rank end in an agreement, so no rank goes on alone. The ranks, inputs
+// and agreement are coll/tune_world.h; the check of step 2, coll/tune_check.h.
 #include "coll/tune.h"
 
 #include <algorithm>
@@ -30,8 +31,10 @@
 #include "coll/peer_resize.h"
 #include "coll/peer_timeline_buffer.h"
 #include "coll/tune_cache.h"
+#include "coll/tune_check.h"
 #include "coll/tune_state.h"
 #include "coll/tune_table.h"
+#include "coll/tune_world.h"
 #include "codec/codec.h"
 #include "core/check.h"
 #include "core/comm.h"
@@ -42,250 +45,17 @@
 namespace taco {
 namespace {
 
+using namespace tuner;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kPatternBytes = (size_t)1 << 20;  // the inputs repeat with this period
 constexpr size_t kCheckLargeBytes = (size_t)16 << 20;
 constexpr int kWarmups = 2;
 constexpr int kRuns = 5;
 constexpr int kMaxCallsPerRun = 32;
 constexpr double kRunTargetUs = 300;
 
-uint64_t mix64(uint64_t x) {  // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Rank `rank`'s input, one period: values of either sign from 2^-4 to 2^4 (so that fp16 sums of
-// 16 ranks stay finite), and some zeros, built from bits (no rounding: every process makes the
-// same bytes).
-std::vector<uint8_t> pattern(tacoDataType_t dt, int rank) {
-  const size_t eb = dtypeBytes(dt), n = kPatternBytes / eb;
-  std::vector<uint8_t> out(kPatternBytes);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t h = mix64(((uint64_t)rank << 40) ^ ((uint64_t)dt << 36) ^ i);
-    const uint32_t sign = (uint32_t)(h & 1), e = (uint32_t)((h >> 1) % 8);  // exponent -4..3
-    const bool zero = ((h >> 8) & 63) == 0;
-    if (dt == tacoFloat32) {
-      const uint32_t bits = zero ? 0u : (sign << 31) | ((e + 123) << 23) | ((uint32_t)(h >> 16) & 0x7fffffu);
-      memcpy(&out[i * 4], &bits, 4);
-    } else {
-      const uint16_t bits =
-          zero ? (uint16_t)0
-               : dt == tacoBfloat16 ? (uint16_t)((sign << 15) | ((e + 123) << 7) | ((uint32_t)(h >> 16) & 0x7fu))
-                                    : (uint16_t)((sign << 15) | ((e + 11) << 10) | ((uint32_t)(h >> 16) & 0x3ffu));
-      memcpy(&out[i * 2], &bits, 2);
-    }
-  }
-  return out;
-}
-
-// `bytes` of rank `rank`'s input at `dev`: one period copied in, then doubled on the device.
-cudaError_t fillInput(void* dev, size_t bytes, tacoDataType_t dt, int rank, cudaStream_t s) {
-  const std::vector<uint8_t> host = pattern(dt, rank);
-  char* d = static_cast<char*>(dev);
-  const size_t first = std::min(bytes, host.size());
-  cudaError_t e = cudaMemcpyAsync(d, host.data(), first, cudaMemcpyHostToDevice, s);
-  for (size_t filled = first; e == cudaSuccess && filled < bytes;) {
-    const size_t n = std::min(filled, bytes - filled);
-    e = cudaMemcpyAsync(d + filled, d, n, cudaMemcpyDeviceToDevice, s);
-    filled += n;
-  }
-  if (e == cudaSuccess) e = cudaStreamSynchronize(s);  // `host` dies here
-  return e;
-}
-
-// Device buffers freed with the tuning.
-struct DeviceBuffers {
-  std::vector<void*> ptrs;
-  ~DeviceBuffers() {
-    for (void* p : ptrs) cudaFree(p);
-  }
-  void* alloc(size_t bytes) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes == 0 ? 16 : bytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    ptrs.push_back(p);
-    return p;
-  }
-};
-
-struct Ctx {
-  std::vector<tacoComm*> world;  // the ranks driven here
-  tacoComm* c0 = nullptr;
-  int P = 0;
-  bool allLocal = false;  // every rank is driven here (loopback): nothing to combine
-  tacoDataType_t dtype = tacoFloat32;
-  size_t eb = 0;
-  cudaStream_t s = nullptr;
-  std::vector<void*> send, recv;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  const char* op = "";
-  ~Ctx() {
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-  }
-};
-
-bool hasRank0(const Ctx& x) {
-  for (tacoComm* c : x.world)
-    if (c->rank == 0) return true;
-  return false;
-}
-
-// Every rank's row of `mine.size()` floats, in rank order, through the transport's plain
-// AllReduce: each rank writes its row into its own slot and zeros elsewhere, so the sum is the
-// gather, exact in fp32 (x + 0 = x, inf + 0 = inf). Loopback: this process has every rank.
-tacoResult_t gatherRows(Ctx& x, const std::vector<float>& mine, std::vector<std::vector<float>>* rows) {
-  if (x.allLocal) {
-    rows->assign(1, mine);
-    return tacoSuccess;
-  }
-  const size_t n = mine.size(), P = (size_t)x.P;
-  std::vector<float> all(n * P, 0.0f);
-  std::copy(mine.begin(), mine.end(), all.begin() + (size_t)x.c0->rank * n);
-  DeviceBuffers b;
-  float* dev = static_cast<float*>(b.alloc(all.size() * sizeof(float)));
-  if (dev == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's agreement buffer could not be allocated", x.op);
-  TACO_CUDA_CHECK(cudaMemcpyAsync(dev, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice, x.s));
-  TACO_CHECK(x.c0->transport->allReduce(dev, dev, all.size(), tacoFloat32, x.s));
-  TACO_CUDA_CHECK(cudaMemcpyAsync(all.data(), dev, all.size() * sizeof(float), cudaMemcpyDeviceToHost, x.s));
-  TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
-  rows->assign(P, std::vector<float>(n));
-  for (size_t r = 0; r < P; ++r) std::copy(all.begin() + r * n, all.begin() + (r + 1) * n, (*rows)[r].begin());
-  return tacoSuccess;
-}
-
-// One AllReduce of `count` elements by `algo` on every rank driven here, as one group.
-tacoResult_t runOnce(Ctx& x, int algo, size_t count) {
-  TACO_CHECK(groupStart());
-  tacoResult_t r = tacoSuccess;
-  for (size_t i = 0; i < x.world.size() && r == tacoSuccess; ++i)
-    r = allReduceRun(x.world[i], CollArgs{x.send[i], x.recv[i], count, x.dtype, x.s}, algo);
-  const tacoResult_t e = groupEnd();
-  return r != tacoSuccess ? r : e;
-}
-
-// A peer-memory kernel of some rank driven here gave up waiting (TACO_WAIT_TIMEOUT_S) or saw an abort.
-bool peerGaveUp(const Ctx& x) {
-  for (tacoComm* c : x.world)
-    if (c->peer != nullptr && *c->peer->statusHost != 0) return true;
-  return false;
-}
-
 bool isPeerAlgo(int algo) { return algo == tacoAlgoFused || algo == tacoAlgoOneShot || algo == tacoAlgoOneShotRaw; }
 
-// Rank q's input of `count` elements: this process's own send buffer when it drives q, else made here.
-tacoResult_t inputOf(Ctx& x, int q, size_t count, DeviceBuffers& b, const void** out) {
-  for (size_t i = 0; i < x.world.size(); ++i)
-    if (x.world[i]->rank == q) return *out = x.send[i], tacoSuccess;
-  void* p = b.alloc(count * x.eb);
-  if (p == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's oracle inputs could not be allocated", x.op);
-  TACO_CUDA_CHECK(fillInput(p, count * x.eb, x.dtype, q, x.s));
-  *out = p;
-  return tacoSuccess;
-}
-
-// The oracle's output of `algo` at `count`, on the host (the same for every rank).
-tacoResult_t oracle(Ctx& x, int algo, size_t count, std::vector<std::vector<uint8_t>>* want) {
-  const size_t bytes = count * x.eb;
-  want->assign(x.world.size(), std::vector<uint8_t>(bytes));
-  if (algo == tacoAlgoFused) {  // the staged two-shot, rank by rank (the same bits on every rank)
-    TACO_CHECK(runOnce(x, tacoAlgoStaged, count));
-    for (size_t i = 0; i < x.world.size(); ++i)
-      TACO_CUDA_CHECK(cudaMemcpyAsync((*want)[i].data(), x.recv[i], bytes, cudaMemcpyDeviceToHost, x.s));
-    TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
-    return tacoSuccess;
-  }
-  DeviceBuffers b;
-  std::vector<const void*> in((size_t)x.P);
-  for (int q = 0; q < x.P; ++q) TACO_CHECK(inputOf(x, q, count, b, &in[(size_t)q]));
-  void* ref = b.alloc(bytes);
-  if (ref == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's oracle output could not be allocated", x.op);
-  if (algo == tacoAlgoOneShot) {  // every input compressed, then decompressed and summed in rank order
-    const tacoCodec_t codec = x.c0->codec;
-    const size_t wire = wireLayout(codec, count, x.dtype).totalBytes;
-    AccumInputs acc;
-    acc.n = x.P;
-    for (int q = 0; q < x.P; ++q) {
-      void* w = b.alloc(wire);
-      if (w == nullptr) return setError(tacoOutOfMemory, "%s: the tuner's oracle wires could not be allocated", x.op);
-      TACO_CUDA_CHECK(launchCompress(codec, in[(size_t)q], count, x.dtype, w, x.s));
-      acc.ptr[q] = w;
-    }
-    TACO_CUDA_CHECK(launchDecompressAccumulate(codec, acc, nullptr, ref, count, x.dtype, x.s));
-  } else {  // raw one-shot: the fp32 sum in rank order, rounded once (every "rank's" output is ref)
-    RankPtrs p;
-    memset(&p, 0, sizeof(p));
-    p.n = x.P;
-    for (int q = 0; q < x.P; ++q) p.in[q] = in[(size_t)q], p.out[q] = ref;
-    TACO_CUDA_CHECK(launchLoopAllReduce(p, count, x.dtype, x.s));
-  }
-  TACO_CUDA_CHECK(cudaMemcpyAsync((*want)[0].data(), ref, bytes, cudaMemcpyDeviceToHost, x.s));
-  TACO_CUDA_CHECK(cudaStreamSynchronize(x.s));
-  for (size_t i = 1; i < x.world.size(); ++i) (*want)[i] = (*want)[0];
-  return tacoSuccess;
-}
-
-std::string elementText(const uint8_t* p, size_t eb) {
-  uint32_t u = 0;
-  memcpy(&u, p, eb);
-  char buf[16];
-  snprintf(buf, sizeof(buf), eb == 4 ? "%08x" : "%04x", u);
-  return buf;
-}
-
-// Checks `algo` at `count` on every rank driven here. Empty when it passes, else why not.
-// `gaveUp` is set when a peer-memory kernel gave up waiting.
-std::string check(Ctx& x, int algo, size_t count, bool* gaveUp) {
-  const char* name = algoName(algo);
-  char what[512];
-  std::vector<std::vector<uint8_t>> want;
-  if (oracle(x, algo, count, &want) != tacoSuccess) {
-    snprintf(what, sizeof(what), "%s at %zu elements: its oracle failed: %s", name, count, lastError());
-    return what;
-  }
-  const size_t bytes = count * x.eb;
-  for (size_t i = 0; i < x.world.size(); ++i)
-    if (cudaMemsetAsync(x.recv[i], 0xa5, bytes, x.s) != cudaSuccess) (void)cudaGetLastError();  // never written: cannot pass
-  tacoResult_t r = runOnce(x, algo, count);
-  const cudaError_t e = cudaStreamSynchronize(x.s);
-  if (peerGaveUp(x)) {
-    *gaveUp = true;
-    snprintf(what, sizeof(what), "%s at %zu elements: a peer-memory kernel gave up waiting (TACO_WAIT_TIMEOUT_S)",
-             name, count);
-    return what;
-  }
-  if (r != tacoSuccess || e != cudaSuccess) {
-    (void)cudaGetLastError();
-    snprintf(what, sizeof(what), "%s at %zu elements: %s", name, count,
-             r != tacoSuccess ? lastError() : cudaGetErrorString(e));
-    return what;
-  }
-  const int fault = tuneFaultAlgo();
-  std::vector<uint8_t> got(bytes);
-  for (size_t i = 0; i < x.world.size(); ++i) {
-    if (cudaMemcpy(got.data(), x.recv[i], bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
-      (void)cudaGetLastError();
-      snprintf(what, sizeof(what), "%s at %zu elements: reading rank %d's output failed", name, count,
-               x.world[i]->rank);
-      return what;
-    }
-    if (fault == algo && x.world[i]->rank == 0 && bytes > 0) got[0] ^= 1;  // TACO_TUNE_FAULT (testing)
-    if (memcmp(got.data(), want[i].data(), bytes) == 0) continue;
-    size_t k = 0;
-    while (memcmp(&got[k * x.eb], &want[i][k * x.eb], x.eb) == 0) ++k;
-    snprintf(what, sizeof(what), "%s at %zu elements: rank %d's output differs from the oracle at element %zu "
-             "(%s, expected %s)%s", name, count, x.world[i]->rank, k, elementText(&got[k * x.eb], x.eb).c_str(),
-             elementText(&want[i][k * x.eb], x.eb).c_str(), fault == algo ? " [TACO_TUNE_FAULT]" : "");
-    return what;
-  }
-  return "";
-}
 
 // Warm-up calls, then the time of one call of `algo` at `count`, in microseconds.
 tacoResult_t probeIt(Ctx& x, int algo, size_t count, float* us) {

@@ -2,6 +2,10 @@
 // codec math (codec/block_math.h), the loopback reductions and the host codec
 // all convert through these, so they round the same way everywhere
 // (round-to-nearest-even on the way back).
+//
+// The one internal header that code outside the library may include: taco_perf's kernels
+// (bench/perf/kernels.cu, diy.cu) convert through it, so that its inputs and its do-it-yourself
+// baseline round as the library does. Header-only, it uses no symbol of libtaco.so: keep it so.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -151,8 +151,10 @@ const char* envText(const EnvParam& row) {
   return (v == nullptr || *v == '\0') ? nullptr : v;
 }
 
+// Indexed by tacoAlgo_t: the names TACO_ALGO takes and tacoAlgoName gives.
 const char* const kAlgoNames[] = {"auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"};
 constexpr int kNumAlgoNames = (int)(sizeof(kAlgoNames) / sizeof(kAlgoNames[0]));
+static_assert(kNumAlgoNames == tacoNumAlgos, "one name per tacoAlgo_t");
 
 }  // namespace
 
@@ -197,7 +199,12 @@ int algoFromName(const char* s) {
   return -1;
 }
 
-const char* algoName(int algo) { return algo >= 0 && algo < kNumAlgoNames ? kAlgoNames[algo] : "?"; }
+const char* algoNameOrNull(int algo) { return algo >= 0 && algo < kNumAlgoNames ? kAlgoNames[algo] : nullptr; }
+
+const char* algoName(int algo) {
+  const char* name = algoNameOrNull(algo);
+  return name != nullptr ? name : "?";
+}
 
 const EnvParams& envParams() {
   static const EnvParams params = [] {

@@ -56,8 +56,10 @@ int tuneFaultAlgo();
 std::string defaultTuneFile();
 
 // The tacoAlgo_t named `s` ("auto", "plain", "staged", "fused", "oneshot", "oneshot-raw"),
-// or -1; and the name of an algorithm.
+// or -1; and the name of an algorithm: nullptr (algoNameOrNull, tacoAlgoName) or "?" (algoName,
+// for messages) for a value that is not a tacoAlgo_t.
 int algoFromName(const char* s);
+const char* algoNameOrNull(int algo);
 const char* algoName(int algo);
 
 // The parsed environment, read on first use. Malformed values are reported at

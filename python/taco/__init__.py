@@ -28,6 +28,7 @@ from .codec import (
 from .comm import Communicator, get_unique_id, group, loopback
 from .default import allgather, allreduce, alltoall, communicator, finalize, init, reduce_scatter
 from .tuning import tune
+from . import codec as _codec
 from . import errors as _errors
 from .errors import (
     CudaError,
@@ -55,15 +56,7 @@ __all__ = [
     "allgather",
     "alltoall",
     "tune",
-    "compress",
-    "decompress",
-    "decompress_accumulate",
-    "decompress_reduce_compress",
-    "compressed_size",
-    "codec_info",
-    "codecs",
-    "default_codec",
-    "find_codec",
+    *_codec.__all__,  # compress, decompress, ..., find_codec
     "library_version",
     *[_name for _name in _errors.__all__ if _name != "check"],  # the exception classes
 ]

@@ -9,7 +9,8 @@
 
 `info` and `tune` are the library's own; the others run the benchmark harness, the package taco_bench,
 which the library's wheel leaves out: install it from the repository with
-`pip install ./bench/python`.
+`pip install ./bench/python`. It is found through the entry point it declares (group taco.harness),
+not by its name.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -188,17 +190,34 @@ def info(out=sys.stdout) -> int:
 # The harness's commands: (words on this command line) -> the taco_bench command they run.
 _HARNESS = {("bench", "codec"): "codec", ("bench", "coll"): "coll", ("accuracy",): "accuracy", ("train",): "train"}
 HARNESS_INSTALL = "pip install ./bench/python"
+# The entry point group under which the harness declares its main(argv, prog) (bench/python's
+# pyproject.toml): the library knows the group, not the package.
+HARNESS_GROUP = "taco.harness"
+
+
+def harness_entry_point() -> importlib.metadata.EntryPoint | None:
+    """The installed harness's entry point (the first of group HARNESS_GROUP), or None."""
+    try:
+        found = importlib.metadata.entry_points(group=HARNESS_GROUP)
+    except TypeError:  # Python 3.9: a dict of every group
+        found = importlib.metadata.entry_points().get(HARNESS_GROUP, ())
+    return next(iter(found), None)
 
 
 def _harness(words: tuple, argv: list[str]) -> int:
-    """Runs a taco_bench command, or says how to install the harness (exit status 2)."""
-    parent = " ".join(["python -m taco", *words[:-1]])  # taco_bench's main appends the command
-    if importlib.util.find_spec("taco_bench") is None:
-        print(f"{parent} {words[-1]}: the benchmark harness (package taco_bench) is not installed; from the libtaco "
-              f"repository: {HARNESS_INSTALL}", file=sys.stderr)
+    """Runs a harness command, or says how to install the harness (exit status 2)."""
+    parent = " ".join(["python -m taco", *words[:-1]])  # the harness's main appends the command
+    ep = harness_entry_point()
+    if ep is None:
+        print(f"{parent} {words[-1]}: the benchmark harness (package taco_bench, entry point group "
+              f"{HARNESS_GROUP}) is not installed; from the libtaco repository: {HARNESS_INSTALL}", file=sys.stderr)
         return 2
-    from taco_bench.cli import main as harness_main
-
+    try:
+        harness_main = ep.load()
+    except ImportError as e:  # declared by an installed distribution whose package is gone or broken
+        print(f"{parent} {words[-1]}: the benchmark harness's entry point {ep.value} cannot be loaded ({e}); "
+              f"reinstall it from the libtaco repository: {HARNESS_INSTALL}", file=sys.stderr)
+        return 2
     return harness_main([_HARNESS[words], *argv], prog=parent)
 
 

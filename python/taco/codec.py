@@ -41,6 +41,7 @@ __all__ = [
     "compressed_size",
     "codec_info",
     "codecs",
+    "default_codec",
     "find_codec",
 ]
 

@@ -14,12 +14,13 @@ __cuda_array_interface__ or __dlpack__), run on `stream=` or the producer's stre
 and return `out` (allocated in x's framework when not given). Configuration keywords
 (codec, chunk_bytes, fallback_bytes, pipeline_depth, check_consistency, algo) left out
 take their TACO_* environment variables (docs/tuning.md). `algo` is the AllReduce
-algorithm, one of ALGOS: "auto" lets the library pick per call (`allreduce_algo` says
-which), the others force one (docs/collectives.md).
+algorithm, one of ALGOS (the library's names, tacoAlgoName): "auto" lets the library pick
+per call (`allreduce_algo` says which), the others force one (docs/collectives.md).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import operator
 import weakref
@@ -40,35 +41,37 @@ _CONFIG_FIELDS = {
     "algo": "algo",
 }
 
-# The AllReduce algorithms by the names TACO_ALGO takes (libtaco/core/params.cc) -> their
-# tacoAlgo_t enumerators, whose values are read from taco.h; tests check both lists.
-_ALGO_ENUMS = {
-    "auto": "tacoAlgoAuto",
-    "plain": "tacoAlgoPlain",
-    "staged": "tacoAlgoStaged",
-    "fused": "tacoAlgoFused",
-    "oneshot": "tacoAlgoOneShot",
-    "oneshot-raw": "tacoAlgoOneShotRaw",
-}
-ALGOS = tuple(_ALGO_ENUMS)
+@functools.lru_cache(maxsize=None)
+def _algo_names() -> tuple[str, ...]:
+    """The AllReduce algorithms by the library's names for them (tacoAlgoName, the names TACO_ALGO
+    takes), in tacoAlgo_t order: the name of value v is _algo_names()[v]."""
+    lib, f = _lib.lib(), _lib.ffi()
+    return tuple(f.string(lib.tacoAlgoName(v)).decode() for v in range(lib.tacoNumAlgos))
+
+
+def __getattr__(name: str) -> Any:
+    # ALGOS is read from the library when first asked for, so importing taco loads nothing.
+    if name == "ALGOS":
+        return _algo_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _algo_value(name: Any) -> int:
     """The tacoAlgo_t value of an algorithm name (config `algo`)."""
+    names = _algo_names()
     if not isinstance(name, str):
-        raise TypeError(f"algo: expected an algorithm name ({', '.join(ALGOS)}), got {type(name).__name__}")
-    if name not in _ALGO_ENUMS:
-        raise _invalid(f"algo: unknown AllReduce algorithm {name!r}; expected one of {', '.join(ALGOS)}")
-    return _lib.enum_values("tacoAlgo_t")[_ALGO_ENUMS[name]]
+        raise TypeError(f"algo: expected an algorithm name ({', '.join(names)}), got {type(name).__name__}")
+    if name not in names:
+        raise _invalid(f"algo: unknown AllReduce algorithm {name!r}; expected one of {', '.join(names)}")
+    return names.index(name)
 
 
 def _algo_name(value: int) -> str:
     """The name of a tacoAlgo_t value."""
-    values = _lib.enum_values("tacoAlgo_t")
-    for name, enum in _ALGO_ENUMS.items():
-        if values[enum] == int(value):
-            return name
-    raise RuntimeError(f"libtaco returned AllReduce algorithm {value}, which this binding does not know")
+    names = _algo_names()
+    if not 0 <= int(value) < len(names):
+        raise RuntimeError(f"libtaco returned AllReduce algorithm {value}, which it has no name for")
+    return names[int(value)]
 
 
 def _config(config: dict):

@@ -1,6 +1,7 @@
 """What the GPU collective tests share (test_collectives.py, test_peer_allreduce.py,
 test_soak.py): the torch and taco fixtures, copies between numpy and torch tensors, the
-bit-exact comparison, and loopback worlds driven as one group.
+bit-exact comparison, and loopback worlds driven as one group (eagerly, or captured into a CUDA graph
+and replayed).
 
 The fixtures are imported by name into each test module (`# noqa: F401 (fixtures)`).
 """
@@ -89,6 +90,32 @@ def run_group(taco, torch, comms, op, xs, inplace):
             outs.append(fn(x, out=x) if inplace else fn(x))
     torch.cuda.synchronize()
     return outs
+
+
+def capture_allreduce(taco, torch, comms, xs, stream):
+    """One AllReduce per rank of `comms` (inputs xs), as one group, captured into a CUDA graph on
+    `stream`: (the graph, the outputs its replays write)."""
+    outs = [torch.empty_like(x) for x in xs]
+    g = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, stream=stream):
+        with taco.comm.group():
+            for c, x, o in zip(comms, xs, outs):
+                c.allreduce(x, out=o, stream=stream)
+    return g, outs
+
+
+def replay_and_compare(torch, g, outs, want, times, check_at):
+    """Replays g `times` times, its outputs zeroed before each replay; after the replays numbered
+    in check_at, rank r's output must be want[r], bit for bit."""
+    for i in range(times):
+        for o in outs:
+            o.zero_()
+        g.replay()
+        if i in check_at:
+            torch.cuda.synchronize()
+            for r, o in enumerate(outs):
+                assert_same(to_host(torch, o), want[r], f"replay {i} rank {r}")
 
 
 def close_all(comms):

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import taco
+from codec_range import same_bits
+from cupy_arrays import cupy, from_dev, to_dev  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.gpu
 
@@ -11,34 +13,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
 BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block", "int6-hadamard"]
 CODECS = BLOCKED + ["bf16", "none"]
-
-
-@pytest.fixture(scope="module")
-def cupy():
-    import cupy
-    return cupy
-
-
-def to_dev(cupy, x):
-    """numpy -> cupy, bf16 carried as uint16 bits (CuPy has no bfloat16)."""
-    if x.dtype == BF16:
-        return cupy.asarray(x.view(np.uint16))
-    return cupy.asarray(x)
-
-
-def from_dev(cupy, y, dtype):
-    h = cupy.asnumpy(y)
-    return h.view(BF16) if np.dtype(dtype) == BF16 else h
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype
-    if a.dtype.kind == "u":
-        return np.array_equal(a, b)
-    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
-    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
-    return bool(np.all(nan | np.all(ua == ub, axis=1)))
 
 
 def data(n, dtype, seed=0, special=True):
@@ -96,7 +70,7 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
     assert same_bits(from_dev(cupy, y2d, dtype), y2h)
 
 
-# The staged multi-input sum (genericSumTiles, device/block_generic.cuh) stages a tile as
+# The staged multi-input sum (genericSumTiles, device/block_sum.cuh) stages a tile as
 # units of up to 3 compressed inputs, then the exact input: k = 1 ... 15 inputs make 1 ... 5
 # units of codes, 1 ... 6 units per tile with the exact input, so its 3 slots wrap within a
 # tile and across tiles. Byte codes at block sizes 32 (a lane per block), 256 and 1024 (a

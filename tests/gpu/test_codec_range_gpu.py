@@ -8,37 +8,14 @@ import numpy as np
 import pytest
 
 import taco
-from codec_range import BF16, DTYPES, sweep
+from codec_range import BF16, DTYPES, same_bits, sweep
+from cupy_arrays import cupy, from_dev, to_dev  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cupy():
-    import cupy
-    return cupy
-
-
-def to_dev(cupy, x):
-    """numpy -> cupy, bf16 carried as uint16 bits (CuPy has no bfloat16)."""
-    return cupy.asarray(x.view(np.uint16)) if x.dtype == BF16 else cupy.asarray(x)
-
-
-def from_dev(cupy, y, dtype):
-    h = cupy.asnumpy(y)
-    return h.view(BF16) if np.dtype(dtype) == BF16 else h
-
-
 def dtype_arg(dtype):
     return str(np.dtype(dtype)) if np.dtype(dtype) == BF16 else None
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype
-    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
-    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
-    return bool(np.all(nan | np.all(ua == ub, axis=1)))
 
 
 def specs():

@@ -6,8 +6,8 @@ Run on a GPU machine:  TACO_LIBRARY=build/libtaco.so pytest -m gpu tests/gpu/tes
 import numpy as np
 import pytest
 
-from loopback_world import (BF16, DTYPES, assert_same, block_of, close_all, parts_for, run_group,  # noqa: F401
-                            taco, to_dev, to_host, torch, world)
+from loopback_world import (BF16, DTYPES, assert_same, block_of, capture_allreduce, close_all,  # noqa: F401
+                            parts_for, replay_and_compare, run_group, taco, to_dev, to_host, torch, world)
 
 pytestmark = pytest.mark.gpu
 
@@ -223,22 +223,8 @@ def test_graph_capture_loopback_group(taco, torch):
     try:
         xs = [to_dev(torch, p) for p in parts]
         eager = [to_host(torch, o) for o in run_group(taco, torch, comms, "allreduce", xs, False)]
-        outs = [torch.empty_like(x) for x in xs]
-        s = torch.cuda.Stream()
-        g = torch.cuda.CUDAGraph()
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g, stream=s):
-            with taco.comm.group():
-                for c, x, o in zip(comms, xs, outs):
-                    c.allreduce(x, out=o, stream=s)
-        for i in range(100):
-            for o in outs:
-                o.zero_()
-            g.replay()
-            if i in (0, 99):
-                torch.cuda.synchronize()
-                for r in range(P):
-                    assert_same(to_host(torch, outs[r]), eager[r], f"replay {i} rank {r}")
+        g, outs = capture_allreduce(taco, torch, comms, xs, torch.cuda.Stream())
+        replay_and_compare(torch, g, outs, eager, 100, (0, 99))
     finally:
         close_all(comms)
 

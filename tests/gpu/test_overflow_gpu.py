@@ -12,6 +12,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import cupy_arrays
+from codec_range import same_bits
+from cupy_arrays import cupy  # noqa: F401 (fixture)
 from loopback_world import (BF16, DTYPES, assert_same, block_of, close_all, run_group, taco, to_dev,  # noqa: F401
                             to_host, torch, world)
 
@@ -106,29 +109,6 @@ def test_reduce_scatter_overflow_is_inf(taco, torch, P, codec, dtype):
 # ---- the codec kernels against the host twin on sums that overflow
 
 
-@pytest.fixture(scope="module")
-def cupy():
-    import cupy
-    return cupy
-
-
-def dev(cupy, x):
-    return cupy.asarray(x.view(np.uint16)) if x.dtype == BF16 else cupy.asarray(x)
-
-
-def host(cupy, y, dtype):
-    h = cupy.asnumpy(y)
-    return h.view(BF16) if np.dtype(dtype) == BF16 else h
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype
-    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
-    ua, ub = a.view(np.uint8).reshape(a.size, -1), b.view(np.uint8).reshape(b.size, -1)
-    return bool(np.all(nan | np.all(ua == ub, axis=1)))
-
-
 SPECS = BLOCK_CODECS + ["bf16", "taco:block=64", "int8-hadamard:block=32", "int6-hadamard:block=1024",
                         "fp8-block:block=1024"]
 
@@ -145,18 +125,18 @@ def test_codec_kernels_match_the_host_twin_on_overflow(taco, cupy, spec, dtype, 
         wires = [taco.compress(p, spec) for p in parts[:k]]
         exact = parts[k] if with_exact else None
         dw = [cupy.asarray(w) for w in wires]
-        de = dev(cupy, exact) if with_exact else None
+        de = cupy_arrays.to_dev(cupy, exact) if with_exact else None
         what = f"{spec} {dtype} k={k} exact={with_exact} n={n}"
         a_h = taco.decompress_accumulate(wires, spec, n, dtype, exact)
         a_d = taco.decompress_accumulate(dw, spec, n, dtype, de)
-        assert same_bits(host(cupy, a_d, dtype), a_h), what + ": decompress-accumulate"
+        assert same_bits(cupy_arrays.from_dev(cupy, a_d, dtype), a_h), what + ": decompress-accumulate"
         if k + with_exact >= 2:
             check_overflow(a_h, where, what)
         o_h, r_h = taco.decompress_reduce_compress(wires, spec, n, dtype, exact, return_decompressed=True)
         o_d, r_d = taco.decompress_reduce_compress(dw, spec, n, dtype, de, return_decompressed=True)
         assert np.array_equal(cupy.asnumpy(o_d), o_h), what + ": decompress-reduce-compress wire"
-        assert same_bits(host(cupy, r_d, dtype), r_h), what + ": decompress-reduce-compress output"
+        assert same_bits(cupy_arrays.from_dev(cupy, r_d, dtype), r_h), what + ": decompress-reduce-compress output"
         y_d = taco.decompress(cupy.asarray(o_h), spec, n, dtype)  # the wide wire, decoded on the device
-        assert same_bits(host(cupy, y_d, dtype), r_h), what + ": decompress of the wide wire"
+        assert same_bits(cupy_arrays.from_dev(cupy, y_d, dtype), r_h), what + ": decompress of the wide wire"
         if k + with_exact >= 2:
             check_overflow(r_h, where, what + " (reduce-compress)")

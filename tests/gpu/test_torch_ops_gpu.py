@@ -6,10 +6,11 @@ one-rank NCCL group.
 Run on a GPU machine:  TACO_LIBRARY=build/libtaco.so pytest -m gpu tests/gpu/test_torch_ops_gpu.py
 PyTorch and CuPy are required there: a missing one is a failure, not a skip.
 """
-import socket
 import warnings
 
 import pytest
+
+from nccl_world import world1  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.gpu
 
@@ -422,24 +423,6 @@ def test_compile_reduce_overhead_replays_a_cuda_graph(torch, tt):
 
 
 # ------------------------------------------------------------------ c10d backend
-
-
-def _free_port():
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return sk.getsockname()[1]
-
-
-@pytest.fixture
-def world1(torch, tt):
-    """A one-rank NCCL world (NCCL allows one rank per GPU here)."""
-    import torch.distributed as dist
-
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1,
-                            device_id=torch.device("cuda", torch.cuda.current_device()))
-    yield dist
-    tt.destroy_communicators()
-    dist.destroy_process_group()
 
 
 def test_c10d_backend_on_a_one_rank_nccl_group(torch, tt, world1):

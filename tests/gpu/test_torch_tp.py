@@ -15,9 +15,9 @@ measured error sits a little below the prediction; it must be within
 that did not compress at all. Weight gradients do not pass a collective and
 match to fp32 rounding.
 """
-import socket
-
 import pytest
+
+from nccl_world import world1  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.gpu
 
@@ -201,26 +201,6 @@ def test_tp_mlp_cuda_graph_identical_bits(torch, tt, dtype):
     finally:
         torch.cuda.synchronize()
         tp.close()
-
-
-def _free_port():
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return sk.getsockname()[1]
-
-
-@pytest.fixture
-def world1(torch):
-    """A one-rank NCCL process group (NCCL allows one rank per GPU here)."""
-    import torch.distributed as dist
-
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1,
-                            device_id=torch.device("cuda", torch.cuda.current_device()))
-    yield dist
-    import taco.torch as tt
-
-    tt.destroy_communicators()
-    dist.destroy_process_group()
 
 
 def test_communicator_from_process_group(torch, tt, world1):

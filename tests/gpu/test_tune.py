@@ -23,18 +23,21 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.gpu
 
-PRELUDE = textwrap.dedent("""
+# tests/gpu on the script's path, for loopback_world's helpers.
+PRELUDE = f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n" + textwrap.dedent("""
     import json, os, sys, threading, time
     import numpy as np
     import ml_dtypes
     import torch
     import taco, taco.comm
     from taco import reference as ref
+    from loopback_world import capture_allreduce
 
     BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -348,14 +351,7 @@ _GRAPH = """
     s = torch.cuda.Stream()
 
     def capture():
-        outs = [torch.empty_like(x) for x in xs]
-        g = torch.cuda.CUDAGraph()
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g, stream=s):
-            with taco.comm.group():
-                for c, x, o in zip(comms, xs, outs):
-                    c.allreduce(x, out=o, stream=s)
-        return g, outs
+        return capture_allreduce(taco, torch, comms, xs, s)
 
     def replay(g, outs):
         for o in outs:

@@ -1,7 +1,7 @@
 /*
  * The public API's basics, compiled as C (C99, -Wpedantic -Werror): proves that
  * taco.h is valid C, and checks what include/taco.h documents for version,
- * error strings and last-error text, the config initializer, and the codec
+ * error strings and last-error text, algorithm names, the config initializer, and the codec
  * lookup API (tacoCodecFind / tacoCodecFromId / tacoCodecGetInfo / tacoCompressedSize).
  * Needs no GPU.
  */
@@ -219,9 +219,26 @@ static void test_codec_find(void) {
   }
 }
 
+/* Every tacoAlgo_t has a distinct, non-empty name; anything else has none. */
+static void test_algo_names(void) {
+  int a, b;
+  for (a = 0; a < tacoNumAlgos; ++a) {
+    const char* s = tacoAlgoName((tacoAlgo_t)a);
+    TEST_ASSERT_MSG(s != NULL && s[0] != '\0', "algorithm %d has no name", a);
+    if (s == NULL) continue;
+    for (b = 0; b < a; ++b) TEST_ASSERT_MSG(strcmp(tacoAlgoName((tacoAlgo_t)b), s) != 0, "%d and %d: '%s'", b, a, s);
+  }
+  TEST_ASSERT(strcmp(tacoAlgoName(tacoAlgoAuto), "auto") == 0);
+  TEST_ASSERT(strcmp(tacoAlgoName(tacoAlgoStaged), "staged") == 0);
+  TEST_ASSERT(strcmp(tacoAlgoName(tacoAlgoOneShotRaw), "oneshot-raw") == 0);
+  TEST_ASSERT(tacoAlgoName(tacoNumAlgos) == NULL);
+  TEST_ASSERT(tacoAlgoName((tacoAlgo_t)-1) == NULL);
+}
+
 int main(void) {
   test_version();
   test_error_strings();
+  test_algo_names();
   test_config_initializer();
   test_codec_find();
   return TEST_REPORT();

@@ -121,8 +121,24 @@ int main() {
   TEST_ASSERT_EQ_INT(timelineRows, 1);
   TEST_ASSERT_EQ_INT(p.peerTimeline, 0);
 
-  // Algorithm names round-trip.
+  // Algorithm names round-trip, and TACO_ALGO takes exactly the names the library gives
+  // (tacoAlgoName, from libtaco.so): no other spelling.
   for (int a = 0; a < tacoNumAlgos; ++a) TEST_ASSERT_EQ_INT(taco::algoFromName(taco::algoName(a)), a);
   TEST_ASSERT_EQ_INT(taco::algoFromName("bogus"), -1);
+  int algoRows = 0;
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(table[i].name, "TACO_ALGO") != 0) continue;
+    ++algoRows;
+    for (int a = 0; a < tacoNumAlgos; ++a) {
+      taco::EnvParams q{};
+      q.algo = -1;
+      TEST_ASSERT_MSG(table[i].parse(tacoAlgoName((tacoAlgo_t)a), &q) && q.algo == a, "'%s'",
+                      tacoAlgoName((tacoAlgo_t)a));
+    }
+    taco::EnvParams q{};
+    for (const char* bad : {"twoshot", "Fused", "one-shot", "oneshot_raw", ""})
+      TEST_ASSERT_MSG(!table[i].parse(bad, &q), "'%s' parsed", bad);
+  }
+  TEST_ASSERT_EQ_INT(algoRows, 1);
   return TEST_REPORT();
 }

@@ -39,11 +39,19 @@ def test_per_rank_split_is_checked_once_and_named(op, monkeypatch):
 # ---------------------------------------------------------------- AllReduce algorithms
 
 
-def test_every_algorithm_of_the_header_has_a_name():
+def test_algos_are_the_library_s_names_in_enum_order():
+    """ALGOS is what tacoAlgoName gives for every tacoAlgo_t of the header, and nothing else."""
+    lib, ffi = _lib.lib(), _lib.ffi()
     values = _lib.enum_values("tacoAlgo_t")
-    assert set(comm_mod._ALGO_ENUMS.values()) == set(values) - {"tacoNumAlgos"}
-    assert [values[comm_mod._ALGO_ENUMS[a]] for a in comm_mod.ALGOS] == list(range(len(comm_mod.ALGOS)))
-    assert comm_mod.ALGOS[0] == "auto" and "oneshot-raw" in comm_mod.ALGOS
+    assert len(comm_mod.ALGOS) == values["tacoNumAlgos"] == len(values) - 1
+    assert comm_mod.ALGOS == tuple(ffi.string(lib.tacoAlgoName(v)).decode() for v in range(lib.tacoNumAlgos))
+    assert comm_mod.ALGOS[values["tacoAlgoAuto"]] == "auto"
+    assert comm_mod.ALGOS[values["tacoAlgoOneShotRaw"]] == "oneshot-raw"
+    assert lib.tacoAlgoName(lib.tacoNumAlgos) == ffi.NULL and lib.tacoAlgoName(99) == ffi.NULL
+    for v, name in enumerate(comm_mod.ALGOS):  # names parse back
+        assert comm_mod._algo_value(name) == v and comm_mod._algo_name(v) == name
+    from taco.comm import ALGOS  # the module attribute, as the harness imports it
+    assert ALGOS is comm_mod.ALGOS
 
 
 def test_algorithm_names_are_the_library_s():
@@ -66,7 +74,7 @@ def test_config_round_trips_through_the_struct(algo):
     given = {"codec": "taco:block=128", "chunk_bytes": 1 << 20, "fallback_bytes": 4096, "pipeline_depth": 3,
              "check_consistency": 0, "algo": algo}
     cfg, _keep = comm_mod._config(given)
-    assert cfg.algo == _lib.enum_values("tacoAlgo_t")[comm_mod._ALGO_ENUMS[algo]]
+    assert cfg.algo == comm_mod.ALGOS.index(algo)
     assert comm_mod._config_dict(cfg) == given
 
 
@@ -128,9 +136,8 @@ def stub(monkeypatch):
 
 def test_allreduce_algo_names_the_library_s_choice(stub):
     c = taco.Communicator(object(), "test")
-    values = _lib.enum_values("tacoAlgo_t")
     for name in comm_mod.ALGOS[1:]:
-        stub.algo = values[comm_mod._ALGO_ENUMS[name]]
+        stub.algo = comm_mod.ALGOS.index(name)
         assert c.allreduce_algo(1000, "bf16") == name
     assert stub.calls[-1] == ("algo", 1000, _lib.enum_values("tacoDataType_t")["tacoBfloat16"])
     stub.algo = 99

@@ -18,6 +18,8 @@ import taco.torch as tt  # noqa: E402
 from taco import _ops  # noqa: E402
 from taco.comm import Communicator  # noqa: E402
 
+from exact_tp import ExactTP  # noqa: E402
+
 SCHEMAS = {
     "all_reduce": "taco::all_reduce(Tensor input, str reduce_op, str comm) -> Tensor",
     "all_reduce_": "taco::all_reduce_(Tensor(a!) input, str reduce_op, str comm) -> ()",
@@ -73,25 +75,6 @@ class Mirror(Communicator):
         m = x.numel() // self._P
         out.view(self._P, -1).copy_(x.reshape(-1)[:m].expand(self._P, -1))
         return out
-
-
-class ExactTP(tt.TPGroup):
-    """P TP ranks in this process; the all-reduce is the exact (float64) sum."""
-
-    def __init__(self, P):
-        self.comms = [None] * P
-        self.size = P
-        self.local_ranks = list(range(P))
-        self.calls = 0
-        tt.register_communicator(self)
-
-    def all_reduce_(self, tensors, outs=None):
-        self.calls += 1
-        s = sum(t.double() for t in tensors).to(tensors[0].dtype)
-        outs = list(tensors) if outs is None else list(outs)
-        for o in outs:
-            o.copy_(s)
-        return outs
 
 
 @pytest.fixture

@@ -8,24 +8,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import taco.torch as tt  # noqa: E402
 
-
-class ExactTP(tt.TPGroup):
-    """P ranks in this process whose AllReduce is an exact sum (no libtaco)."""
-
-    def __init__(self, P, local=None):
-        self.comms = [None] * (P if local is None else len(local))
-        self.size = P
-        self.local_ranks = list(range(P)) if local is None else list(local)
-        self.calls = 0
-        tt.register_communicator(self)  # the TP layers' torch ops find the group by name
-
-    def all_reduce_(self, tensors, outs=None):
-        self.calls += 1
-        s = sum(t.double() for t in tensors).to(tensors[0].dtype)
-        outs = list(tensors) if outs is None else list(outs)
-        for o in outs:
-            o.copy_(s)
-        return outs
+from exact_tp import ExactTP  # noqa: E402
 
 
 @pytest.mark.parametrize("P", [1, 2, 4])

@@ -4,7 +4,7 @@
 // FWHT's cross-lane strides through shared-memory transpositions instead of
 // shuffles. The tile loops take their warp's place in a partition (warp of nWarps)
 // and assume kThreads threads per CTA and the dynamic shared memory of
-// device/args.h's rotated256*SmemBytes. Tiles not wholly inside `count` fall back to
+// codec/launch.h's rotated256*SmemBytes. Tiles not wholly inside `count` fall back to
 // the generic path (block_generic.cuh). Code formats: a byte per code, and INT6 (the
 // same math; only the packed stores and loads differ).
 #pragma once

@@ -1,0 +1,100 @@
+// Codes <-> floats for one 16-byte chunk of the generic block path: the conversions
+// and the packing of four codes into the word that is stored, apart from the block
+// math so that the loops that stage chunks and the ones that load them share them.
+#pragma once
+#include "codec/device/io.cuh"
+
+namespace taco {
+namespace dev {
+
+// Codes <-> floats for one chunk. FP8 formats convert two codes per instruction
+// (the paired conversions round exactly as the single ones in block_math.h).
+template <int V, int FMT>
+__device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
+  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+    // as 32-bit words, so that each pair is a half-word (not rebuilt from two bytes)
+    uint32_t w[V / 4];
+    memcpy(w, c, V);
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const uint32_t pair = (i & 2) ? w[i / 4] >> 16 : w[i / 4] & 0xffffu;
+      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, kind);
+      const float2 f = __half22float2(__half2(h));
+      out[i] = f.x;
+      out[i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = decode(c[i], (CodeFormat)FMT);
+  }
+}
+
+template <int V, int FMT>
+__device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (&c)[V]) {
+  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const __nv_fp8x2_storage_t p = __nv_cvt_float2_to_fp8x2(make_float2(v[i] * inv, v[i + 1] * inv), __NV_SATFINITE, kind);
+      c[i] = (uint8_t)(p & 0xff);
+      c[i + 1] = (uint8_t)(p >> 8);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) c[i] = encode(v[i] * inv, (CodeFormat)FMT);
+  }
+}
+
+// Four codes as the word that is stored. FP8 on sm_89+: two paired conversions into
+// 16-bit registers and one byte permute (through __nv_cvt_float2_to_fp8x2, whose
+// 16-bit result is widened, the compiler adds a mask per pair; through a byte array
+// ~10 instructions). The PTX pair conversion puts its first operand in the high byte.
+template <int FMT>
+__device__ __forceinline__ uint32_t encodeWord(const float* v, float inv) {
+  if constexpr (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    uint32_t w;
+    if constexpr (FMT == kFmtE4M3)
+      asm("{ .reg .b16 lo, hi;\n"
+          "  cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"
+          "  cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+          "  mov.b32 %0, {lo, hi}; }"
+          : "=r"(w)
+          : "f"(v[0] * inv), "f"(v[1] * inv), "f"(v[2] * inv), "f"(v[3] * inv));
+    else
+      asm("{ .reg .b16 lo, hi;\n"
+          "  cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n"
+          "  cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n"
+          "  mov.b32 %0, {lo, hi}; }"
+          : "=r"(w)
+          : "f"(v[0] * inv), "f"(v[1] * inv), "f"(v[2] * inv), "f"(v[3] * inv));
+    return w;
+#else
+    constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
+    const uint32_t p0 = __nv_cvt_float2_to_fp8x2(make_float2(v[0] * inv, v[1] * inv), __NV_SATFINITE, kind);
+    const uint32_t p1 = __nv_cvt_float2_to_fp8x2(make_float2(v[2] * inv, v[3] * inv), __NV_SATFINITE, kind);
+    return __byte_perm(p0, p1, 0x5410);
+#endif
+  } else {
+    uint8_t c[4];
+    encodeChunk<4, FMT>(v, inv, c);
+    uint32_t w;
+    memcpy(&w, c, 4);
+    return w;
+  }
+}
+
+// FP8 codes of a chunk straight into the words that are stored.
+template <int V, int FMT>
+__device__ __forceinline__ void storeFp8Words(uint8_t* codes, size_t block, int t, const Args& a, int j,
+                                              const float* v, float inv) {
+  uint8_t* dst = codes + block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+  if constexpr (V == 8)
+    *reinterpret_cast<uint2*>(dst) = make_uint2(encodeWord<FMT>(v, inv), encodeWord<FMT>(v + 4, inv));
+  else
+    *reinterpret_cast<uint32_t*>(dst) = encodeWord<FMT>(v, inv);
+}
+
+}  // namespace dev
+}  // namespace taco

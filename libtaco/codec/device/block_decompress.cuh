@@ -1,0 +1,92 @@
+// Plain decompress of the generic block path (one input, no exact input, a byte per
+// code, aligned pointers) as a software pipeline of its own: genericDecompressTiles.
+#pragma once
+#include <type_traits>
+
+#include "codec/device/block_decode.cuh"
+#include "codec/device/block_stage.cuh"
+
+namespace taco {
+namespace dev {
+
+// Plain decompress (one input, no exact input, byte codes, aligned pointers), with
+// the same software pipeline as compress: each thread stages its codes and its
+// block's scales for the tile D - 1 ahead while it decodes this one.
+template <typename T, int FMT>
+__device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
+  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  extern __shared__ uint4 stagingArea[];
+  uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
+  const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[0]);
+  const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
+  const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  auto codesAt = [&](int slot, int j) {
+    return reinterpret_cast<Word*>(area + slot * Stage<T>::kDecompressSlot) + j * kThreads + threadIdx.x;
+  };
+  auto scalesAt = [&](int slot) {
+    return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
+  };
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  auto stage = [&](size_t tile, int slot) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j)
+      cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+    cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+  };
+  uint32_t staged = 0;
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    if (stageable(warp + i * nWarps)) {
+      stage(warp + i * nWarps, i);
+      staged |= 1u << i;
+    }
+    cpAsyncCommit();
+  }
+  int s = 0;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const int ahead = s == 0 ? D - 1 : s - 1;
+    staged &= ~(1u << ahead);
+    const size_t far = tile + (size_t)(D - 1) * nWarps;
+    if (stageable(far)) {
+      stage(far, ahead);
+      staged |= 1u << ahead;
+    }
+    cpAsyncCommit();
+    cpAsyncWait<D - 1>();
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    float v[kPerThread];
+    if ((staged >> s) & 1) {
+      const float2 sp = *scalesAt(s);
+      const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
+      const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
+      const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) {
+        const Word cw = *codesAt(s, j);
+        uint8_t c[V];
+        memcpy(c, &cw, V);
+        float f[V];
+        decodeChunk<V, FMT>(c, f);
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
+      }
+      if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+      if (K != 0) unshiftAll(v, K, !wideScale(sc));
+      storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    } else {
+      const bool active = block < a.nBlocks;
+      accumulateTile<T, FMT>(a, block, t, active, v);
+      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    }
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+}
+
+}  // namespace dev
+}  // namespace taco

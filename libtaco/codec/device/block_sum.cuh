@@ -1,0 +1,224 @@
+// The tile loops of decompress-accumulate and decompress-reduce-compress: one tile at a
+// time through the general loads (generalTiles), or the k inputs staged through shared
+// memory (genericSumTiles) where takesStagedSum says so.
+#pragma once
+#include <type_traits>
+
+#include "codec/device/block_sum_out.cuh"
+
+namespace taco {
+namespace dev {
+
+// Decompress-accumulate and decompress-reduce-compress, one tile at a time without
+// staging (and plain decompress when its inputs fail the header check: NaN output).
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  bool nanBlocks = false;
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    if (!inputsOk)
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+  }
+  if (MODE == kReduceCompress && inputsOk && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+}
+
+// Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
+// sum (genericSumTiles): one compressed input or more whose headers matched, a byte
+// per code (cp.async copies 4, 8 or 16 bytes: INT4's nibbles and INT6's 3- and 6-byte
+// chunks take generalTiles), and aligned pointers. Plain decompress (one input, no
+// exact input) has a pipeline of its own, genericDecompressTiles.
+template <int FMT>
+__device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
+  return FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && inputsOk && a.in.n >= 1;
+}
+
+// This thread's codes of one staged input (NCH words, a warp apart), decoded and
+// scaled by d: v = W_q, or v += W_q (FIRST: input 0, assigned, so that -0 survives),
+// the same operations per element as accumulateInput.
+template <typename T, int FMT, bool FIRST, typename Word>
+__device__ __forceinline__ void accumulateStaged(const Word* codes, float d, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V;
+#pragma unroll
+  for (int j = 0; j < Vec<T>::NCH; ++j) {
+    const Word cw = codes[j * 32];
+    uint8_t c[V];
+    memcpy(c, &cw, V);
+    float f[V];
+    decodeChunk<V, FMT>(c, f);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[j * V + i] = FIRST ? f[i] * d : v[j * V + i] + f[i] * d;
+  }
+}
+
+// Decompress-accumulate and decompress-reduce-compress of k = a.in.n >= 1 inputs
+// (takesStagedSum), software-pipelined like genericDecompressTiles. A tile is a
+// sequence of units, each one shared-memory slot: the codes and scales of inputs
+// kSumGroup g .. kSumGroup g + kSumGroup - 1, for every group g, then the exact input
+// if there is one; each thread stages its part of the unit kSumDepth - 1 ahead of the
+// one it computes, across tile boundaries, so that every input's loads are in flight
+// while the previous units are decoded (generalTiles waits for one input at a time).
+// The shared memory per CTA is bounded whatever k is (kSumDepth slots of kSumSlot:
+// codec/launch.h, genericSumSmemBytes); a slot for every input of a tile would not be
+// (10 KB per input, and k reaches 15 in two-shot at P = 16, 16 in one-shot).
+//
+// The per-element operations are accumulateRaw's and finishSum's, in their order: R = W_0 +
+// W_1 + ..., the rotation, back from the decode's exponent shift K, then + x (at K = 64 the
+// two together); then sumTileOut.
+// K is the largest decodeShift of the block's k inputs (blockDecodeShift), needed
+// before the first decode: the staged sum takes group 0's and checks every later
+// group's against it. Where a later group's is larger (only at the extremes of the
+// range: block_math.h, decodeShift) the warp sums the tile again with the general
+// loads, as generalTiles does, and so it does tiles not wholly inside `count`.
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                int groupsPerWarp, int groupInWarp, int t) {
+  constexpr int D = Stage<T>::kSumDepth, G = Stage<T>::kSumGroup, V = Vec<T>::V, NCH = Vec<T>::NCH;
+  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  extern __shared__ uint4 stagingArea[];
+  uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
+  const int k = a.in.n;
+  const int codeUnits = (k + G - 1) / G;
+  const int units = codeUnits + (a.x != nullptr ? 1 : 0);  // per tile
+  const int perBlock = a.k.adaptive ? 2 : 1;               // scales per block: (alpha, s) or s
+  // Slot layout: one region per warp, since a slot holds codes in one unit and the exact
+  // input in another, laid out differently, and the warps of a CTA run their units
+  // independently: with a CTA-wide layout a warp's copies would land in bytes another
+  // warp has still to read. In its region: input i's chunk j at codes [i][j][lane], its
+  // scales at scales [i][lane]; or the exact input's chunk j at [j][lane].
+  constexpr int kRegion = Stage<T>::kSumSlot / (kThreads / 32);
+  static_assert(kRegion % 16 == 0 && G * 32 * (NCH * V + 8) <= kRegion && NCH * 32 * 16 <= kRegion,
+                "a warp's units fit its region of a slot");
+  const int lane = threadIdx.x & 31;
+  uint8_t* const region = area + (threadIdx.x >> 5) * kRegion;
+  auto codesAt = [&](int slot, int i) {
+    return reinterpret_cast<Word*>(region + slot * Stage<T>::kSumSlot) + i * NCH * 32 + lane;
+  };
+  auto scalesAt = [&](int slot, int i) {
+    return reinterpret_cast<float2*>(region + slot * Stage<T>::kSumSlot + G * NCH * 32 * V) + i * 32 + lane;
+  };
+  auto exactAt = [&](int slot) { return reinterpret_cast<uint4*>(region + slot * Stage<T>::kSumSlot) + lane; };
+  auto stageable = [&](size_t tile) {
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+  };
+  auto stage = [&](size_t tile, int u, int slot) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    if (u < codeUnits) {
+#pragma unroll
+      for (int i = 0; i < G; ++i) {
+        const int q = u * G + i;
+        if (q < k) {
+          const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
+          Word* c = codesAt(slot, i);
+#pragma unroll
+          for (int j = 0; j < NCH; ++j)
+            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+          cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + a.scalesOffset) + perBlock * block,
+                  4 * perBlock);
+        }
+      }
+    } else {
+      const T* x = static_cast<const T*>(a.x) + block * a.k.B;
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) cpAsync(exactAt(slot) + j * 32, x + (size_t)(t + a.k.tpb * j) * V, 16);
+    }
+  };
+  // Stages unit u + n of this warp's tile sequence from unit u of `tile` (n < D) into
+  // `slot`, if its tile is stageable (whole and aligned); one commit group either way.
+  // Whether a slot holds a staged unit is its tile's stageable(), asked again when it is
+  // computed: no state kept across the tile's compress beside tile and slot.
+  auto stageAhead = [&](size_t tile, int u, int n, int slot) {
+    int farU = u + n;
+    size_t farTile = tile;
+    while (farU >= units) {
+      farU -= units;
+      farTile += nWarps;
+    }
+    if (stageable(farTile)) stage(farTile, farU, slot);
+    cpAsyncCommit();
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
+  int s = 0;
+  bool nanBlocks = false;  // a block of this warp's was written as a NaN block (wideBlocks)
+  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool tileStaged = stageable(tile);  // every unit of the tile alike (warp-uniform)
+    float v[kPerThread];
+    int K = 0;
+    bool sat = false;      // one input, not wide: its unshift saturates (block_math.h, unshift)
+    bool reshift = false;  // a later group's inputs shift further than group 0's
+    for (int u = 0; u < units; ++u) {
+      __syncwarp();  // every lane has read the slot computed one unit ago (lanes share its bytes)
+      stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
+      cpAsyncWait<D - 1>();                // this unit's copies have landed
+      if (tileStaged && u < codeUnits) {
+        float alpha[G], sc[G];
+        int Kg = -64;
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          alpha[i] = sc[i] = 1.0f;
+          if (u * G + i < k) {
+            const float2 sp = *scalesAt(s, i);
+            alpha[i] = a.k.adaptive ? sp.x : 1.0f;
+            sc[i] = a.k.adaptive ? sp.y : sp.x;
+            Kg = max(Kg, decodeShift(sc[i], alpha[i], a.k.c));
+          }
+        }
+        if (u == 0) {
+          K = Kg;
+          sat = k == 1 && !wideScale(sc[0]);
+        } else if (Kg > K) {
+          reshift = true;
+        }
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          const int q = u * G + i;
+          if (q < k) {
+            const float d = decodeScaleShifted(sc[i], alpha[i], a.k.c, K);
+            if (i == 0 && u == 0)
+              accumulateStaged<T, FMT, true>(codesAt(s, 0), d, v);
+            else
+              accumulateStaged<T, FMT, false>(codesAt(s, i), d, v);
+          }
+        }
+        if (u == codeUnits - 1) {
+          if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+          if (K < 0 || (K > 0 && a.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
+        }
+      } else if (tileStaged) {  // the exact input, as finishSum: v + x, at K = 64 unshiftAddTop
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+          RawChunks<T, V> raw;
+          raw.c[0] = exactAt(s)[j * 32];
+          float f[V];
+          rawToFloat<T, V>(raw, f);
+          if (K > 0) {
+#pragma unroll
+            for (int i = 0; i < V; ++i) v[j * V + i] = unshiftAddTop(v[j * V + i], f[i], sat);
+          } else {
+#pragma unroll
+            for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + f[i];
+          }
+        }
+      }
+      s = s + 1 == D ? 0 : s + 1;
+    }
+    const bool active = block < a.nBlocks;
+    if (!tileStaged || __any_sync(0xffffffffu, reshift))  // the whole warp: the rotation's shuffles
+      finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+  }
+  cpAsyncWait<0>();
+  if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+}
+
+}  // namespace dev
+}  // namespace taco
