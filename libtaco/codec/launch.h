@@ -14,6 +14,18 @@
 
 namespace taco {
 
+// The one mapping from a codec's WireLayout of `count` elements to the kernels' view.
+inline dev::PieceWire pieceWireOf(const WireLayout& l, size_t count) {
+  dev::PieceWire w;
+  w.count = count;
+  w.nBlocks = l.nBlocks;
+  w.scalesOffset = l.scalesOffset;
+  w.codesEnd = l.codesOffset + l.codesBytes;
+  w.scalesEnd = l.scalesOffset + l.scalesBytes;
+  w.totalBytes = l.totalBytes;
+  return w;
+}
+
 // Whether compress (mode kCompress) or plain decompress (kAccumulate with one input
 // and no exact input) of `a` takes the rotated codecs' B = 256 kernel
 // (rotated256Kernel, device/rotated256.cuh): aligned pointers and a byte per code or

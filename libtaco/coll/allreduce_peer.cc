@@ -40,7 +40,7 @@ tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
   sched.comm = c;
   sched.steps.reserve(3);
   sched.steps.push_back(stepFork(a.stream));
-  Step s;  // one launch for the whole call: the kernel loops over its chunks
+  Step s;  // one step for the whole call (runPeerSteps launches its chunks)
   s.kind = kStepLaunch;
   s.launch = runPeerSteps;
   s.stream = 0;
@@ -55,11 +55,6 @@ tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
 }
 
 namespace {
-
-// An empty piece is all zeros (count 0: the kernels skip it).
-dev::PieceWire pieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype) {
-  return n == 0 ? dev::PieceWire{} : dev::pieceWireOf(wireLayout(codec, n, dtype), n);
-}
 
 // Threads the largest piece of a phase can keep busy (`largest`: its wire): a warp per tile
 // of blocks, or a thread per 16 bytes.
@@ -115,18 +110,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   if (plan.nChunks > (size_t)INT32_MAX)
     return setError(tacoInvalidArgument, "tacoAllReduce: count %zu takes %zu chunks of scratch, more than %d",
                     s0.count, plan.nChunks, INT32_MAX);
-  L.nChunks = (int)plan.nChunks;
-  L.chunkElems = plan.chunkElems;
-  const int shards = s0.algo == tacoAlgoFused ? L.P : 1;
-  size_t largest = 0;  // elements of the call's largest piece
-  for (int j = 0; j < shards; ++j) {
-    const Range sh = s0.algo == tacoAlgoFused ? plan.shard[j] : Range{0, s0.count};
-    L.shardOff[j] = sh.off;
-    L.shardLen[j] = sh.len;
-    L.tail[j] = pieceWire(plan.codec, sh.len % plan.chunkElems, s0.dtype);
-    largest = std::max(largest, std::min(sh.len, plan.chunkElems));
-  }
-  L.full = pieceWire(plan.codec, plan.chunkElems, s0.dtype);
+  const size_t largest = peerLaunchGeometry(L, plan, s0.count, s0.dtype);
   peerLaunchInit(L, plan.codec, s0.dtype);
 
   // Loopback: one launch for the whole world, on rank 0's stream, joined with the others'.
@@ -135,18 +119,27 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     TACO_CUDA_CHECK(cudaEventRecord(comms[i]->peerEvent, comms[i]->streams[steps[i]->stream]));
     TACO_CUDA_CHECK(cudaStreamWaitEvent(st, comms[i]->peerEvent, 0));
   }
-  const cudaError_t e = launchPeerAllReduce(L, threadsWanted(plan, pieceWire(plan.codec, largest, s0.dtype), s0.dtype), s0.dtype, st);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel: '%s'", algoName(s0.algo),
-                    cudaGetErrorString(e));
+  // The block kernels take a chunk a launch (coll/device/peer_kernels.cuh says why); the
+  // raw one-shot's kernel loops over all of them.
+  const int perLaunch = s0.algo == tacoAlgoOneShotRaw ? (int)plan.nChunks : 1;
+  const size_t threads = threadsWanted(plan, peerPieceWire(plan.codec, largest, s0.dtype), s0.dtype);
+  for (int first = 0; first < (int)plan.nChunks; first += perLaunch) {
+    L.firstChunk = first;
+    L.nChunks = std::min(perLaunch, (int)plan.nChunks - first);
+    const cudaError_t e = launchPeerAllReduce(L, threads, s0.dtype, st);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel: '%s'", algoName(s0.algo),
+                      cudaGetErrorString(e));
+    }
+    TACO_CHECK(peerTimelineAfterLaunch(c0, st));
   }
   if (n > 1) {
     TACO_CUDA_CHECK(cudaEventRecord(c0->peerEvent, st));
     for (size_t i = 1; i < n; ++i)
       TACO_CUDA_CHECK(cudaStreamWaitEvent(comms[i]->streams[steps[i]->stream], c0->peerEvent, 0));
   }
-  return peerTimelineAfterLaunch(c0, st);
+  return tacoSuccess;
 }
 
 // Which routes are tried (TACO_PEER_MEMORY, docs/collectives.md): loopback worlds take

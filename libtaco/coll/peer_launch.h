@@ -12,17 +12,18 @@
 
 namespace taco {
 
-// One launch of a peer-memory AllReduce, passed by value: the whole call. The kernel loops
-// over the call's chunks (coll/peer_plan.h), each an epoch of its own; shard j's piece in
-// chunk c is [shardOff[j] + c * chunkElems, ...), chunkElems long (wire `full`) but for the
-// shard's last, shorter piece (wire tail[j]) and the empty ones after it.
+// One launch of a peer-memory AllReduce, passed by value: chunks firstChunk ..
+// firstChunk + nChunks - 1 of the call (coll/peer_plan.h), each an epoch of its own.
+// Shard j's piece in chunk c is [shardOff[j] + c * chunkElems, ...), chunkElems long (wire
+// `full`) but for the shard's last, shorter piece (wire tail[j]) and the empty ones after it.
 struct PeerLaunch {
   int algo;          // tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw
   int P;             // ranks of the communicator
   int nLocal;        // ranks this launch drives (loopback: P; otherwise 1)
   int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
-  int nChunks;       // chunks of the call: epochs epoch .. epoch + nChunks - 1
+  int firstChunk;    // the launch's first chunk of the call (its epoch: the rank's epoch word)
+  int nChunks;       // chunks of this launch (block kernels: 1)
   int oneGpu;        // every rank is in this launch (loopback): .gpu-scope fences (coll/device/peer_sync.cuh)
   int localRank[kMaxPeerRanks];
   const void* send[kMaxPeerRanks];  // per local rank
@@ -44,6 +45,36 @@ struct PeerLaunch {
   uint64_t* timeline;
   int timelineRows;
 };
+
+#ifdef __CUDACC__
+#define TACO_PEER_HD __host__ __device__ __forceinline__
+#else
+#define TACO_PEER_HD inline
+#endif
+
+// Shard j's piece in chunk c: its first element, its length (0: empty), and which of the
+// launch's wires it has (kPieceEmpty, kPieceFull: `full`, kPieceTail: tail[j]).
+enum PeerPieceWire { kPieceEmpty = 0, kPieceFull = 1, kPieceTail = 2 };
+TACO_PEER_HD size_t peerPieceOff(const PeerLaunch& L, int j, int c) {
+  return L.shardOff[j] + (size_t)c * L.chunkElems;
+}
+TACO_PEER_HD size_t peerPieceLen(const PeerLaunch& L, int j, int c) {
+  const size_t start = (size_t)c * L.chunkElems;
+  if (start >= L.shardLen[j]) return 0;
+  const size_t left = L.shardLen[j] - start;
+  return left < L.chunkElems ? left : L.chunkElems;
+}
+TACO_PEER_HD int peerPieceWireOf(const PeerLaunch& L, int j, int c) {
+  const size_t n = peerPieceLen(L, j, c);
+  return n == 0 ? kPieceEmpty : n == L.chunkElems ? kPieceFull : kPieceTail;
+}
+
+// The wire of a piece of n elements (all zeros for n = 0: the kernels skip it).
+dev::PieceWire peerPieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype);
+
+// Fills L's chunk geometry for the plan of a call of `count` elements (fused: the P shards;
+// one-shot: the buffer as shard 0); returns the elements of the call's largest piece.
+size_t peerLaunchGeometry(PeerLaunch& L, const PeerPlan& plan, size_t count, tacoDataType_t dtype);
 
 using PeerKernel = void (*)(const PeerLaunch);
 // The kernel of element type T and code format FMT for (algo, rotated256 layout); FMT

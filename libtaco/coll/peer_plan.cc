@@ -1,6 +1,8 @@
 #include "coll/peer_plan.h"
 
 #include "codec/codec.h"
+#include "codec/launch.h"
+#include "coll/peer_launch.h"
 
 namespace taco {
 
@@ -51,6 +53,26 @@ PeerPlan peerPlan(int algo, tacoCodec_t codec, size_t count, tacoDataType_t dtyp
     p.nChunks = chunkCount(count, p.chunkElems);
   }
   return p;
+}
+
+dev::PieceWire peerPieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype) {
+  return n == 0 ? dev::PieceWire{} : pieceWireOf(wireLayout(codec, n, dtype), n);
+}
+
+size_t peerLaunchGeometry(PeerLaunch& L, const PeerPlan& plan, size_t count, tacoDataType_t dtype) {
+  L.chunkElems = plan.chunkElems;
+  const int shards = plan.algo == tacoAlgoFused ? L.P : 1;
+  size_t largest = 0;
+  for (int j = 0; j < shards; ++j) {
+    const Range sh = plan.algo == tacoAlgoFused ? plan.shard[j] : Range{0, count};
+    L.shardOff[j] = sh.off;
+    L.shardLen[j] = sh.len;
+    L.tail[j] = peerPieceWire(plan.codec, sh.len % plan.chunkElems, dtype);
+    const size_t n = sh.len < plan.chunkElems ? sh.len : plan.chunkElems;
+    largest = n > largest ? n : largest;
+  }
+  L.full = peerPieceWire(plan.codec, plan.chunkElems, dtype);
+  return largest;
 }
 
 }  // namespace taco

@@ -2,8 +2,10 @@
 // a slot holds the wire of the staged plan's piece of 16-bit data for every blocked
 // codec and rank count, so a two-shot call takes no more launches than the staged path
 // has chunks (no short remainder launch for a scale's few bytes); every launch's
-// pieces fit their slots; the chunks cover each shard without overlap. The plan is
-// internal (hidden symbols), so its sources are compiled in here.
+// pieces fit their slots; the chunks cover each shard without overlap; the launch's
+// chunk geometry (coll/peer_launch.h: what the kernels compute each piece from) gives
+// every piece of the plan, with its wire. The plan is internal (hidden symbols), so its
+// sources are compiled in here.
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -27,6 +29,37 @@ tacoCodec_t parse(const char* spec) {
     std::exit(1);
   }
   return c;
+}
+
+bool sameWire(const dev::PieceWire& a, const dev::PieceWire& b) {
+  return a.count == b.count && a.nBlocks == b.nBlocks && a.scalesOffset == b.scalesOffset &&
+         a.codesEnd == b.codesEnd && a.scalesEnd == b.scalesEnd && a.totalBytes == b.totalBytes;
+}
+
+// What a launch's geometry gives each piece is the plan's piece, with the wire of its length.
+void checkGeometry(tacoCodec_t codec, int algo, int P, size_t scratch, size_t count, tacoDataType_t dtype,
+                   const char* spec) {
+  const PeerPlan p = peerPlan(algo, codec, count, dtype, P, scratch);
+  PeerLaunch L{};
+  L.P = P;
+  const size_t largest = peerLaunchGeometry(L, p, count, dtype);
+  const int shards = algo == tacoAlgoFused ? P : 1;
+  bool same = true;
+  size_t most = 0;
+  for (int j = 0; j < shards; ++j)
+    for (size_t c = 0; c < p.nChunks; ++c) {
+      const Range want = algo == tacoAlgoFused ? peerPiece(p, j, c) : peerChunk(p, count, c);
+      const size_t len = peerPieceLen(L, j, (int)c);
+      const int kind = peerPieceWireOf(L, j, (int)c);
+      const dev::PieceWire& w = kind == kPieceFull ? L.full : kind == kPieceTail ? L.tail[j] : dev::PieceWire{};
+      same = same && len == want.len && (len == 0 || peerPieceOff(L, j, (int)c) == want.off) &&
+             sameWire(w, peerPieceWire(codec, want.len, dtype));
+      most = want.len > most ? want.len : most;
+    }
+  TEST_ASSERT_MSG(same, "%s %s P %d count %zu: the launch geometry disagrees with the plan", spec, algoName(algo), P,
+                  count);
+  TEST_ASSERT_MSG(largest == most, "%s %s P %d count %zu: largest piece %zu, the plan's %zu", spec, algoName(algo),
+                  P, count, largest, most);
 }
 
 void checkCase(const char* spec, int P, size_t chunkBytes, size_t count, tacoDataType_t dtype) {
@@ -57,6 +90,7 @@ void checkCase(const char* spec, int P, size_t chunkBytes, size_t count, tacoDat
                   count, slot);
   TEST_ASSERT_MSG(covers, "%s P %d chunk %zu count %zu: the pieces do not cover the shards", spec, P, chunkBytes,
                   count);
+  for (int algo : {tacoAlgoFused, tacoAlgoOneShot}) checkGeometry(codec, algo, P, scratch, count, dtype, spec);
 }
 
 }  // namespace

@@ -45,18 +45,6 @@ struct PieceWire {
   size_t count, nBlocks, scalesOffset, codesEnd, scalesEnd, totalBytes;
 };
 
-// The one mapping from a codec's WireLayout of `count` elements to the kernels' view.
-inline PieceWire pieceWireOf(const WireLayout& l, size_t count) {
-  PieceWire w;
-  w.count = count;
-  w.nBlocks = l.nBlocks;
-  w.scalesOffset = l.scalesOffset;
-  w.codesEnd = l.codesOffset + l.codesBytes;
-  w.scalesEnd = l.scalesOffset + l.scalesBytes;
-  w.totalBytes = l.totalBytes;
-  return w;
-}
-
 // Sets the wire fields of `a` (the codec launchers on the host, the peer kernels per
 // piece on the device).
 __host__ __device__ __forceinline__ void setWire(Args& a, const PieceWire& w) {

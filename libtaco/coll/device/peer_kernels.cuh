@@ -1,6 +1,6 @@
 // The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
-// One launch per call: the kernel loops over the call's chunks (coll/peer_plan.h), each
-// chunk an epoch of its own (its half of the scratch by epoch parity).
+// A call's chunks (coll/peer_plan.h) are epochs, each with its half of the scratch by
+// epoch parity: the block kernels run one chunk a launch, the raw one-shot's all of them.
 // The host side, which picks and launches them, is coll/allreduce_peer.cu; each element
 // type and group of code formats is instantiated in a translation unit of its own (made from
 // coll/peer_kernels.cu.in), so that they compile in parallel.
@@ -54,11 +54,8 @@ struct Who {
   int lane;
 };
 
-// `opaque`: derive everything from values the compiler cannot see through (inside a loop
-// over chunks, so that nothing of it is hoisted out and kept live across the loop).
-__device__ __forceinline__ Who who(const PeerLaunch& L, bool opaque = false) {
-  unsigned bx = blockIdx.x, tx = threadIdx.x;
-  if (opaque) asm volatile("" : "+r"(bx), "+r"(tx));
+__device__ __forceinline__ Who who(const PeerLaunch& L) {
+  const unsigned bx = blockIdx.x, tx = threadIdx.x;
   Who w;
   w.group = (int)bx / L.ctasPerRank;
   w.rank = L.localRank[w.group];
@@ -78,42 +75,41 @@ struct RankEpoch {
   peer::WaitGuard guard;
 };
 
-// epoch0: the epoch the rank's scratch held when the launch began (read once by the kernel).
-__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r, uint32_t epoch0) {
+__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
   char* const mine = L.base[r];
-  return RankEpoch{mine, epoch0,
+  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  return RankEpoch{mine, epoch,
                    peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs,
                                    L.oneGpu != 0}};
 }
-__device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
-  return rankEpoch(L, r, *reinterpret_cast<volatile uint32_t*>(peer::controlWord(L.base[r], kCtlEpoch)));
-}
 
-// Chunk c of the call: its epoch, the flags' value once a rank is past a point in it, and
-// its half of the scratch.
+// Chunk c of the call, run by a launch whose first chunk is L.firstChunk (epoch e.epoch):
+// its epoch, the flags' value once a rank is past a point in it, and its half of the scratch.
 struct Chunk {
   int c;
   uint32_t epoch, flag;
   int parity;
 };
 
-__device__ __forceinline__ Chunk chunkOf(const RankEpoch& e, int c) {
-  const uint32_t epoch = e.epoch + (uint32_t)c;
+__device__ __forceinline__ Chunk chunkOf(const PeerLaunch& L, const RankEpoch& e, int c) {
+  const uint32_t epoch = e.epoch + (uint32_t)(c - L.firstChunk);
   return Chunk{c, epoch, epoch + 1, (int)(epoch & 1)};
 }
 
-// Shard j's piece in chunk `ch`: its first element, and its wire set into `a` (count 0: empty).
+// Shard j's piece in chunk `ch` (coll/peer_launch.h): its first element, whether it is
+// empty, and its wire set into `a`.
 __device__ __forceinline__ size_t pieceOff(const PeerLaunch& L, int j, const Chunk& ch) {
-  return L.shardOff[j] + (size_t)ch.c * L.chunkElems;
+  return peerPieceOff(L, j, ch.c);
 }
 __device__ __forceinline__ bool pieceEmpty(const PeerLaunch& L, int j, const Chunk& ch) {
-  return (size_t)ch.c * L.chunkElems >= L.shardLen[j];
+  return peerPieceLen(L, j, ch.c) == 0;
 }
 __device__ __forceinline__ void setPieceWire(Args& a, const PeerLaunch& L, int j, const Chunk& ch) {
-  const size_t start = (size_t)ch.c * L.chunkElems;
-  if (start >= L.shardLen[j]) setWire(a, PieceWire{});
-  else if (L.shardLen[j] - start >= L.chunkElems) setWire(a, L.full);
-  else setWire(a, L.tail[j]);
+  switch (peerPieceWireOf(L, j, ch.c)) {
+    case kPieceFull: setWire(a, L.full); break;
+    case kPieceTail: setWire(a, L.tail[j]); break;
+    default: setWire(a, PieceWire{}); break;
+  }
 }
 
 // The codec's kernel arguments for shard j's piece in chunk `ch` (no pointers set).
@@ -260,21 +256,17 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // The pieces' codec arguments of the chunk functions below (one allocation per kernel).
 __shared__ PieceArgs chunkPieces[kPieceGroups];
 
-// The chunk functions are calls, not inlined into the kernel's loop over chunks: what the
-// loop carries across a call is a few registers saved once per chunk, and each chunk's
-// tile loops get the register allocation they had when a launch was one chunk. (Inlined,
-// the loop's live state pushed the rotated codecs' tile loops into spills: 1.6-1.9x
-// slower, docs/results.md.) L is the kernel's __grid_constant__ parameter: a reference
-// to it is no copy.
+// A launch of the block kernel runs one chunk. A loop over chunks in one launch was tried:
+// whatever the loop, ptxas's allocation of the rotated codecs' kernels (their tile loops
+// just fit the 128 registers of two CTAs per SM) spilled 8 KB of code instead of 0.7 KB,
+// and `taco` ran 1.6-1.9x slower (docs/results.md). The raw one-shot's kernel, light on
+// registers, loops.
 
-// One chunk of the fused two-shot (phases A, B, C above); `epoch0`: the call's first
-// chunk's epoch. False when a wait gave up.
+// Chunk L.firstChunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, uint32_t epoch0, int c) {
+__device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   PieceArgs* sp = chunkPieces;
-  const Who w = who(L, true);
-  const RankEpoch e = rankEpoch(L, w.rank, epoch0);
-  const Chunk ch = chunkOf(e, c);
+  const Chunk ch = chunkOf(L, e, L.firstChunk);
   const int r = w.rank, P = L.P;
   const char* send = static_cast<const char*>(L.send[w.group]);
   char* recv = static_cast<char*>(L.recv[w.group]);
@@ -314,13 +306,11 @@ __device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, uint32_t epoch0,
   return true;
 }
 
-// One chunk of the one-shot. False when the wait gave up.
+// Chunk L.firstChunk of the one-shot. False when the wait gave up.
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool oneShotChunk(const PeerLaunch& L, uint32_t epoch0, int c) {
+__device__ __forceinline__ bool oneShotChunk(const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   PieceArgs* sp = chunkPieces;
-  const Who w = who(L, true);
-  const RankEpoch e = rankEpoch(L, w.rank, epoch0);
-  const Chunk ch = chunkOf(e, c);
+  const Chunk ch = chunkOf(L, e, L.firstChunk);
   const int r = w.rank, P = L.P;
   const size_t off = pieceOff(L, 0, ch) * sizeof(T);
   (void)preparePiece(sp[0], L, 0, ch, [&](Args& a) {
@@ -343,19 +333,14 @@ __device__ __forceinline__ bool oneShotChunk(const PeerLaunch& L, uint32_t epoch
 // ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
 // tile functions too (a kernel of its own: they need more registers than the generic path).
 template <typename T, int FMT, bool ROT>
-__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const __grid_constant__ PeerLaunch L) {
-  const int rank = L.localRank[blockIdx.x / L.ctasPerRank];
-  if (rank == L.skipRank) return;  // fault injection: this rank never arrives
-  char* const mine = L.base[rank];
-  const uint32_t epoch0 = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
-#pragma unroll 1
-  for (int c = 0; c < L.nChunks; ++c) {
-    peer::markStart(L, rank);
-    const bool ok = L.algo == tacoAlgoFused ? fusedChunk<T, FMT, ROT>(L, epoch0, c)
-                                            : oneShotChunk<T, FMT, ROT>(L, epoch0, c);
-    if (!ok) break;  // given up (abort, timeout): the communicator is done
-  }
-  peer::ctaFinish(mine, L.ctasPerRank, epoch0 + (uint32_t)L.nChunks);
+__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
+  const Who w = who(L);
+  if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
+  const RankEpoch e = rankEpoch(L, w.rank);
+  peer::markStart(L, w.rank);
+  if (L.algo == tacoAlgoFused) fusedChunk<T, FMT, ROT>(L, w, e);
+  else oneShotChunk<T, FMT, ROT>(L, w, e);
+  peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
   peer::mark(L, kTimelineEnd);
 }
 
@@ -367,8 +352,8 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
   const RankEpoch e = rankEpoch(L, r);
   const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
-  for (int c = 0; c < L.nChunks; ++c) {
-    const Chunk ch = chunkOf(e, c);
+  for (int c = L.firstChunk; c < L.firstChunk + L.nChunks; ++c) {
+    const Chunk ch = chunkOf(L, e, c);
     peer::markStart(L, r);
     const size_t off = pieceOff(L, 0, ch) * sizeof(T);
     Args a = L.proto;
