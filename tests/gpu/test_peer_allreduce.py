@@ -15,10 +15,10 @@ import pytest
 
 from loopback_world import (BF16, DTYPES, assert_same, block_of, close_all, parts_for, run_group,  # noqa: F401
                             taco, to_dev, to_host, torch, world)
+from codec_sets import BLOCKED as BLOCK_CODECS
 
 pytestmark = pytest.mark.gpu
 
-BLOCK_CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
 PEER_ALGOS = ["fused", "oneshot"]
 
 

@@ -349,7 +349,7 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0
 
 // After it: the quantisation scales from m = max|Z'|; a bad block gets NaN scales, and
 // inv = NaN makes every code the format's NaN code (the FP8 conversion writes 0x7f for
-// NaN, the integer one 0 = formatNaNCode).
+// NaN, the integer one 0: FormatInfo::nanCode).
 template <int FMT>
 __device__ __forceinline__ QuantScales blockScales(const Args& a, float m, float lift, bool bad, float& alpha) {
   QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);
@@ -667,13 +667,14 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
-// sum (genericSumTiles): one compressed input or more whose headers matched, a byte
-// per code (cp.async copies 4, 8 or 16 bytes: INT4's nibbles and INT6's 3- and 6-byte
-// chunks take generalTiles), and aligned pointers. Plain decompress (one input, no
-// exact input) has a pipeline of its own, genericDecompressTiles.
+// sum (genericSumTiles): one compressed input or more whose headers matched, a format
+// with a byte per code (FormatInfo::stagedTiles: cp.async copies 4, 8 or 16 bytes, so
+// INT4's nibbles and INT6's 3- and 6-byte chunks take generalTiles), and aligned
+// pointers. Plain decompress (one input, no exact input) has a pipeline of its own,
+// genericDecompressTiles.
 template <int FMT>
 __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
-  return FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && inputsOk && a.in.n >= 1;
+  return formatInfo(FMT).stagedTiles && a.vec && inputsOk && a.in.n >= 1;
 }
 
 // This thread's codes of one staged input (NCH words, a warp apart), decoded and
