@@ -11,6 +11,7 @@
 namespace taco {
 
 enum CodeFormat { kFmtRaw = 0, kFmtBf16 = 1, kFmtE4M3 = 2, kFmtE5M2 = 3, kFmtInt8 = 4, kFmtInt4 = 5, kFmtInt6 = 6 };
+constexpr int kNumCodeFormats = 7;
 
 struct FormatInfo {
   int bits;             // per code on the wire; 0: the input's own elements (raw)
@@ -27,15 +28,15 @@ struct FormatInfo {
 // complement zero, so a NaN block's codes are zero bytes. taco-e5m2 keeps the peer kernels'
 // generic path: three kernels fewer to build.
 constexpr FormatInfo formatInfo(int fmt) {
+  // bits, qmax, packCodes, packBytes, nanCode, stagedTiles, rotated256, peerRotated256
   switch (fmt) {
-    //                        bits  qmax     pack  nan   staged rot256 peerRot256
-    case kFmtE4M3: return {8, 448.0f, 1, 1, 0x7f, true, true, true};
-    case kFmtE5M2: return {8, 57344.0f, 1, 1, 0x7f, true, true, false};
-    case kFmtInt8: return {8, 127.0f, 1, 1, 0, true, true, true};
-    case kFmtInt6: return {6, 31.0f, 4, 3, 0, false, true, true};
-    case kFmtInt4: return {4, 7.0f, 2, 1, 0, false, false, false};
-    case kFmtBf16: return {16, 1.0f, 1, 2, 0, false, false, false};
-    default: return {0, 1.0f, 1, 1, 0, false, false, false};  // kFmtRaw
+    case kFmtE4M3: return FormatInfo{8,  448.0f,   1, 1, 0x7f, true,  true,  true};
+    case kFmtE5M2: return FormatInfo{8,  57344.0f, 1, 1, 0x7f, true,  true,  false};
+    case kFmtInt8: return FormatInfo{8,  127.0f,   1, 1, 0,    true,  true,  true};
+    case kFmtInt6: return FormatInfo{6,  31.0f,    4, 3, 0,    false, true,  true};
+    case kFmtInt4: return FormatInfo{4,  7.0f,     2, 1, 0,    false, false, false};
+    case kFmtBf16: return FormatInfo{16, 1.0f,     1, 2, 0,    false, false, false};
+    default:       return FormatInfo{0,  1.0f,     1, 1, 0,    false, false, false};  // kFmtRaw
   }
 }
 
@@ -47,7 +48,7 @@ constexpr size_t codeBytes(CodeFormat f, size_t n) {
 // The rows agree with themselves: a packing unit holds its codes' bits, the staged pipelines see
 // a byte per code, and the peer kernels' rotated256 layout is the codec kernel's.
 constexpr bool formatRowsConsistent() {
-  for (int f = kFmtRaw; f <= kFmtInt6; ++f) {
+  for (int f = 0; f < kNumCodeFormats; ++f) {
     const FormatInfo r = formatInfo(f);
     if (r.bits != 0 && r.packCodes * r.bits != 8 * r.packBytes) return false;
     if (r.stagedTiles && r.bits != 8) return false;
