@@ -51,7 +51,7 @@ TACO_HD uint8_t encode(float v, CodeFormat f) {
     case kFmtInt8:
     case kFmtInt6:
     case kFmtInt4: {
-      const float lim = formatInfo(f).qmax;
+      const float lim = formatQmax(f);
       float r = rintf(v);  // round half to even
       r = r > lim ? lim : (r < -lim ? -lim : r);
       return (uint8_t)(int8_t)(int)r;  // int6 / int4: the packing keeps the low 6 / 4 bits
@@ -230,7 +230,7 @@ struct QuantScales {
   float inv;  // multiplier taking Z' into code range
 };
 TACO_HD QuantScales quantScales(float m, float c, CodeFormat f) {
-  const float q = formatInfo(f).qmax;
+  const float q = formatQmax(f);
   QuantScales r;
   r.s = (m * c) / q;
   r.inv = m > 0.0f ? q / m : 0.0f;

@@ -61,7 +61,7 @@ static_assert(formatRowsConsistent(), "format rows");
 // fn(std::integral_constant<int, FMT>{}) for the block format fmt, a run-time value (`none` for
 // any other): the one list of the formats that the block kernels are instantiated for.
 template <typename R, typename Fn>
-R visitBlockFormat(int fmt, R none, Fn&& fn) {
+constexpr R visitBlockFormat(int fmt, R none, Fn&& fn) {
   switch (fmt) {
     case kFmtE4M3: return fn(std::integral_constant<int, kFmtE4M3>{});
     case kFmtE5M2: return fn(std::integral_constant<int, kFmtE5M2>{});
@@ -70,6 +70,17 @@ R visitBlockFormat(int fmt, R none, Fn&& fn) {
     case kFmtInt4: return fn(std::integral_constant<int, kFmtInt4>{});
     default: return none;
   }
+}
+
+// Qmax of a format for the block math, whose functions take the format as an argument (host and
+// device alike): a switch of constants, each read from the table at compile time. Reading a row
+// built at run time (formatInfo(f).qmax) gives the same values but not the same kernels: once the
+// kernels' constant format is inlined it folds later, and their instruction schedule moves.
+constexpr float formatQmax(int fmt) {
+  return visitBlockFormat(fmt, formatInfo(kFmtRaw).qmax, [](auto f) {
+    constexpr float q = formatInfo(decltype(f)::value).qmax;
+    return q;
+  });
 }
 
 }  // namespace taco
