@@ -168,11 +168,7 @@ TACO_API tacoResult_t tacoCodecGetInfo(tacoCodec_t codec, tacoCodecInfo_t* info)
   info->description = d->description;
   info->id = d->id;
   info->blockSize = codec.blockSize;
-  info->codeBits = d->format == kFmtRaw    ? 0
-                   : d->format == kFmtBf16 ? 16
-                   : d->format == kFmtInt4 ? 4
-                   : d->format == kFmtInt6 ? 6
-                                           : 8;
+  info->codeBits = formatInfo(d->format).bits;
   info->scalesPerBlock = d->blocked ? (d->adaptive ? 2 : 1) : 0;
   info->rotated = d->rotate ? 1 : 0;
   info->formatVersion = d->formatVersion;

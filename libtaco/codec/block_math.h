@@ -43,23 +43,6 @@ TACO_HD float canonicalNaN() {
 #endif
 }
 
-// Largest code magnitude of each format.
-TACO_HD float formatMax(CodeFormat f) {
-  switch (f) {
-    case kFmtE4M3: return 448.0f;
-    case kFmtE5M2: return 57344.0f;
-    case kFmtInt8: return 127.0f;
-    case kFmtInt6: return 31.0f;
-    case kFmtInt4: return 7.0f;
-    default: return 1.0f;
-  }
-}
-
-// The code written for every element of a block that held NaN or Inf.
-TACO_HD uint8_t formatNaNCode(CodeFormat f) {
-  return (f == kFmtE4M3 || f == kFmtE5M2) ? (uint8_t)0x7f : (uint8_t)0;
-}
-
 // v is already scaled into the format's range (and finite).
 TACO_HD uint8_t encode(float v, CodeFormat f) {
   switch (f) {
@@ -68,7 +51,7 @@ TACO_HD uint8_t encode(float v, CodeFormat f) {
     case kFmtInt8:
     case kFmtInt6:
     case kFmtInt4: {
-      const float lim = formatMax(f);
+      const float lim = formatQmax(f);
       float r = rintf(v);  // round half to even
       r = r > lim ? lim : (r < -lim ? -lim : r);
       return (uint8_t)(int8_t)(int)r;  // int6 / int4: the packing keeps the low 6 / 4 bits
@@ -247,7 +230,7 @@ struct QuantScales {
   float inv;  // multiplier taking Z' into code range
 };
 TACO_HD QuantScales quantScales(float m, float c, CodeFormat f) {
-  const float q = formatMax(f);
+  const float q = formatQmax(f);
   QuantScales r;
   r.s = (m * c) / q;
   r.inv = m > 0.0f ? q / m : 0.0f;

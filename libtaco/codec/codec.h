@@ -7,18 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/format.h"
 #include "core/dtype.h"
 #include "taco.h"
 
 namespace taco {
-
-enum CodeFormat { kFmtRaw = 0, kFmtBf16 = 1, kFmtE4M3 = 2, kFmtE5M2 = 3, kFmtInt8 = 4, kFmtInt4 = 5, kFmtInt6 = 6 };
-
-// Bytes of n codes of a block format (n a multiple of 4, as every block is): INT4 packs
-// two codes per byte, INT6 four per three bytes (docs/format.md), the rest one per byte.
-constexpr size_t codeBytes(CodeFormat f, size_t n) {
-  return f == kFmtInt4 ? n / 2 : f == kFmtInt6 ? n / 4 * 3 : n;
-}
 
 // A registry entry (codec/registry.cc).
 struct CodecDesc {

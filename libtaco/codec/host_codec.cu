@@ -166,7 +166,7 @@ float compressBlock(const HostCodec& h, float* v, uint8_t* codes, float* scales,
   for (int i = 0; i < B; i += 4) {
     uint8_t c[4];
     for (int k = 0; k < 4; ++k) {
-      c[k] = bad ? formatNaNCode(f) : encode(v[i + k] * qs.inv, f);
+      c[k] = bad ? formatInfo(f).nanCode : encode(v[i + k] * qs.inv, f);
       v[i + k] = decode(c[k], f);
     }
     storeCodes4(bc, i, c, f);

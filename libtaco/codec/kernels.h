@@ -12,12 +12,12 @@ namespace taco {
 
 using KernelFn = void (*)(const dev::Args);
 
-// rotated256Kernel (B = 256, rotated codecs, compress and plain decompress): fmt
-// kFmtE4M3, kFmtE5M2, kFmtInt6 or kFmtInt8 (anything else takes the INT8 kernel).
+// rotated256Kernel (B = 256, rotated codecs, compress and plain decompress): a block
+// format with FormatInfo::rotated256 (codec/format.h); nullptr for any other.
 template <typename T, int MODE>
 KernelFn rotated256KernelFor(int fmt);
 
-// blockCodecKernel: fmt kFmtE4M3, kFmtE5M2, kFmtInt8, kFmtInt6 or kFmtInt4 (the default).
+// blockCodecKernel: a block format (codec/format.h, visitBlockFormat); nullptr for any other.
 template <typename T, int MODE>
 KernelFn blockCodecKernelFor(int fmt);
 

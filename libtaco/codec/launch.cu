@@ -112,9 +112,9 @@ int ctasPerSm(bool blocked, bool rotated256Path) {
 }
 
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
-// dynamic shared memory; fastPath = takesRotated256Kernel(), which excludes INT4. The staged
-// pipelines copy a byte per code: INT4 and INT6 sums of several inputs (decompress-accumulate,
-// reduce-compress) take generalTiles, without shared memory.
+// dynamic shared memory; fastPath = takesRotated256Kernel(). The staged pipelines copy a byte per
+// code: sums of several inputs (decompress-accumulate, reduce-compress) of the other formats
+// (FormatInfo::stagedTiles false: INT4, INT6) take generalTiles, without shared memory.
 template <typename T, int MODE>
 KernelFn blockKernel(const Args& a, int fmt, bool fastPath, size_t& smem) {
   const tacoDataType_t dtype = (tacoDataType_t)a.dtype;
@@ -125,11 +125,10 @@ KernelFn blockKernel(const Args& a, int fmt, bool fastPath, size_t& smem) {
     }
   }
   const bool plainDecompress = MODE == kAccumulate && a.in.n == 1 && a.x == nullptr;
-  const bool bytePerCode = fmt != kFmtInt4 && fmt != kFmtInt6;
-  smem = MODE == kCompress  ? genericCompressSmemBytes(dtype)
-         : plainDecompress  ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
-         : bytePerCode      ? genericSumSmemBytes(dtype)         // genericSumTiles
-                            : 0;
+  smem = MODE == kCompress           ? genericCompressSmemBytes(dtype)
+         : plainDecompress           ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
+         : formatInfo(fmt).stagedTiles ? genericSumSmemBytes(dtype)         // genericSumTiles
+                                     : 0;
   return blockCodecKernelFor<T, MODE>(fmt);
 }
 

@@ -28,13 +28,13 @@ inline dev::PieceWire pieceWireOf(const WireLayout& l, size_t count) {
 
 // Whether compress (mode kCompress) or plain decompress (kAccumulate with one input
 // and no exact input) of `a` takes the rotated codecs' B = 256 kernel
-// (rotated256Kernel, device/rotated256.cuh): aligned pointers and a byte per code or
-// INT6 (not INT4: its nibbles take the generic kernel's loads and stores). A kernel
-// of its own (its own registers and launch bounds, and the general kernel keeps its
-// allocation). Its loops count tiles in 32 bits: counts of 2^40 and more (beyond any
-// GPU's memory today) take the general kernel.
+// (rotated256Kernel, device/rotated256.cuh): aligned pointers and a format it is built
+// for (FormatInfo::rotated256: a byte per code or INT6; INT4's nibbles take the generic
+// kernel's loads and stores). A kernel of its own (its own registers and launch bounds,
+// and the general kernel keeps its allocation). Its loops count tiles in 32 bits: counts
+// of 2^40 and more (beyond any GPU's memory today) take the general kernel.
 inline bool takesRotated256Kernel(const dev::Args& a, int mode) {
-  return a.k.rotate && a.k.B == 256 && a.k.fmt != kFmtInt4 && a.vec &&
+  return a.k.rotate && a.k.B == 256 && formatInfo(a.k.fmt).rotated256 && a.vec &&
          a.count < ((size_t)1 << 40) &&
          (mode == dev::kCompress || (mode == dev::kAccumulate && a.in.n == 1 && a.x == nullptr));
 }

@@ -119,7 +119,8 @@ WireLayout wireLayout(tacoCodec_t codec, size_t count, tacoDataType_t dtype) {
   WireLayout w{};
   w.codesOffset = TACO_HEADER_BYTES;
   if (!d->blocked) {
-    w.codesBytes = count * (d->format == kFmtBf16 ? 2 : dtypeBytes(dtype));
+    const int bits = formatInfo(d->format).bits;  // 0: the input's own elements
+    w.codesBytes = count * (bits != 0 ? (size_t)bits / 8 : dtypeBytes(dtype));
   } else {
     const size_t B = (size_t)codec.blockSize;
     w.nBlocks = (count + B - 1) / B;

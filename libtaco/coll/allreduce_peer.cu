@@ -47,14 +47,8 @@ cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
 template <typename T>
 PeerKernel pickKernelFor(int algo, int fmt, bool rot) {
   if (algo == tacoAlgoOneShotRaw) return peerKernelFor<T, kFmtRaw>(algo, rot);
-  switch (fmt) {
-    case kFmtE4M3: return peerKernelFor<T, kFmtE4M3>(algo, rot);
-    case kFmtE5M2: return peerKernelFor<T, kFmtE5M2>(algo, rot);
-    case kFmtInt8: return peerKernelFor<T, kFmtInt8>(algo, rot);
-    case kFmtInt4: return peerKernelFor<T, kFmtInt4>(algo, rot);
-    case kFmtInt6: return peerKernelFor<T, kFmtInt6>(algo, rot);
-    default: return nullptr;
-  }
+  return visitBlockFormat(fmt, PeerKernel(nullptr),
+                          [&](auto f) { return peerKernelFor<T, decltype(f)::value>(algo, rot); });
 }
 
 PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype) {
@@ -102,7 +96,7 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   if (L.algo != tacoAlgoOneShotRaw) {
     smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
     if (rot) smem = std::max(smem, std::max(rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype)));
-    if (d->format != kFmtInt4 && d->format != kFmtInt6) smem = std::max(smem, genericSumSmemBytes(dtype));
+    if (formatInfo(d->format).stagedTiles) smem = std::max(smem, genericSumSmemBytes(dtype));
   }
   int perSm = 0;
   cudaError_t e = residentPerSm(kernel, smem, &perSm);

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import taco
+from codec_sets import ALL as CODECS
 
 pytestmark = pytest.mark.gpu
 
@@ -91,7 +92,7 @@ def test_c_device_entry_points_check_byte_ranges(cp, lib):
     cp.cuda.runtime.deviceSynchronize()
 
 
-@pytest.mark.parametrize("codec", ["taco", "fp8-block", "bf16"])
+@pytest.mark.parametrize("codec", CODECS)
 def test_header_datatype_byte_not_a_taco_datatype_decodes_to_nan(cp, codec):
     # The host functions refuse a header whose datatype byte is not a tacoDataType_t
     # (tests/python/test_bad_inputs.py); the kernels, which cannot return an error, must

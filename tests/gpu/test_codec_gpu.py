@@ -6,13 +6,12 @@ import pytest
 import taco
 from codec_range import same_bits
 from cupy_arrays import cupy, from_dev, to_dev  # noqa: F401 (fixture)
+from codec_sets import ALL as CODECS, BLOCKED, BYTE_CODES, ROTATED
 
 pytestmark = pytest.mark.gpu
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
-BLOCKED = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block", "int6-hadamard"]
-CODECS = BLOCKED + ["bf16", "none"]
 
 
 def data(n, dtype, seed=0, special=True):
@@ -75,7 +74,7 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
 # units of codes, 1 ... 6 units per tile with the exact input, so its 3 slots wrap within a
 # tile and across tiles. Byte codes at block sizes 32 (a lane per block), 256 and 1024 (a
 # warp per block), rotated and not, adaptive and not.
-STAGED_SUM_SPECS = ["taco", "fp8-block", "int8-block", "taco:block=32", "int8-hadamard:block=1024"]
+STAGED_SUM_SPECS = BYTE_CODES + ["taco:block=32", "int8-hadamard:block=1024"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -185,7 +184,7 @@ def test_gpu_matches_host_at_2_28(cupy, codec, dtype):
 
 
 @pytest.mark.parametrize("offset", [1, 3, 5])
-@pytest.mark.parametrize("codec", ["taco", "fp8-block", "int4-block", "int6-hadamard", "bf16"])
+@pytest.mark.parametrize("codec", CODECS)
 def test_unaligned_pointers(cupy, codec, offset):
     n = 3000
     x = data(n + offset, np.dtype(np.float32), seed=offset)
@@ -237,24 +236,23 @@ def test_host_pointer_to_device_call_is_rejected(cupy):
     assert "not device memory" in ffi.string(lib.tacoGetLastError(ffi.NULL)).decode()
 
 
-@pytest.mark.parametrize("codec", ["taco", "int8-hadamard", "fp8-block", "int6-hadamard"])
+@pytest.mark.parametrize("codec", BLOCKED)
 @pytest.mark.parametrize("dtype", [BF16, np.dtype(np.float32)], ids=str)
 def test_mismatched_header_decompresses_to_nan(cupy, codec, dtype):
     # The device kernels cannot return an error without a host synchronisation, so a
     # header that does not match (here: a bad magic, and a wire of another codec) makes
-    # them write NaN over the whole output (docs/format.md). taco, int8-hadamard and
-    # int6-hadamard at B = 256 with aligned buffers run the rotated kernel, fp8-block the
-    # general one.
+    # them write NaN over the whole output (docs/format.md). The rotated codecs at B = 256
+    # with aligned buffers run the rotated kernel, the others the general one.
     n = 8 * 1024 + 5
     x = data(n, dtype, seed=3, special=False)
     wire = taco.compress(x, codec)
     bad = wire.copy()
     bad[0] ^= 0xFF                                                  # magic
     wrong = [bad]
-    if codec != "int6-hadamard":                                    # no other codec has INT6's layout
-        other = taco.compress(x, {"taco": "taco-e5m2"}.get(codec, "int8-block"))  # same layout, other codec id
-        assert other.nbytes == wire.nbytes
-        wrong.append(other)
+    size = taco.compressed_size(codec, n, np.float32)
+    same_size = [c for c in BLOCKED if c != codec and taco.compressed_size(c, n, np.float32) == size]
+    for other in same_size[:1]:                                     # the same layout, another codec id
+        wrong.append(taco.compress(x, other))
     for w in wrong:
         y = from_dev(cupy, taco.decompress(cupy.asarray(w), codec, n, dtype), dtype)
         assert np.isnan(y.astype(np.float32)).all()
@@ -264,7 +262,7 @@ def test_mismatched_header_decompresses_to_nan(cupy, codec, dtype):
 
 
 def tile_boundary_cases():
-    for codec in ("int6-hadamard", "int8-hadamard"):
+    for codec in ROTATED:
         for dtype in DTYPES:
             for n in (16 * 2048, 9 * 1024, 41 * 256, 41 * 256 + 5):
                 yield codec, dtype, n
@@ -298,7 +296,7 @@ def exponent_sweep(dtype, nblocks=256, seed=7):
     return (x * np.ldexp(1.0, e)[:, None]).astype(np.float32).astype(dtype).reshape(-1)
 
 
-@pytest.mark.parametrize("codec", ["taco", "taco-e5m2", "int8-hadamard", "fp8-block", "int6-hadamard"])
+@pytest.mark.parametrize("codec", BLOCKED)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_gpu_matches_host_across_the_exponent_range(cupy, codec, dtype):
     # 65,536 elements: whole 2,048-element tiles with aligned buffers (the B = 256 fast

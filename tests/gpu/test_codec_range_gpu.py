@@ -10,6 +10,7 @@ import pytest
 import taco
 from codec_range import BF16, DTYPES, same_bits, sweep
 from cupy_arrays import cupy, from_dev, to_dev  # noqa: F401 (fixture)
+from codec_sets import BYTE_CODES
 
 pytestmark = pytest.mark.gpu
 
@@ -62,7 +63,7 @@ def block_shifts(wire, spec, n, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("spec", ["taco", "taco:block=32", "fp8-block", "int8-block", "int8-hadamard:block=1024"])
+@pytest.mark.parametrize("spec", BYTE_CODES + ["taco:block=32", "int8-hadamard:block=1024"])  # the staged sum's
 @pytest.mark.parametrize("k", [4, 7])
 def test_gpu_staged_sum_shift_of_a_later_group(cupy, spec, dtype, k):
     # The staged sum (genericSumTiles) decodes with the shift K of the first group of 3

@@ -8,10 +8,10 @@ import pytest
 
 from loopback_world import (BF16, DTYPES, assert_same, block_of, capture_allreduce, close_all,  # noqa: F401
                             parts_for, replay_and_compare, run_group, taco, to_dev, to_host, torch, world)
+from codec_sets import ALL as CODECS
 
 pytestmark = pytest.mark.gpu
 
-CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int6-hadamard", "bf16", "none"]
 
 
 def loop(taco, P, codec, **cfg):

@@ -17,10 +17,10 @@ from codec_range import same_bits
 from cupy_arrays import cupy  # noqa: F401 (fixture)
 from loopback_world import (BF16, DTYPES, assert_same, block_of, close_all, run_group, taco, to_dev,  # noqa: F401
                             to_host, torch, world)
+from codec_sets import BLOCKED as BLOCK_CODECS
 
 pytestmark = pytest.mark.gpu
 
-BLOCK_CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block", "int6-hadamard"]
 # The algorithms a communicator of each codec can run (coll/allreduce_select.cc, algoUnavailable):
 # the uncompressed ones with codec none, the staged two-shot with bf16 too, the peer-memory ones
 # with block codecs.

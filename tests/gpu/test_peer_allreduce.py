@@ -15,10 +15,10 @@ import pytest
 
 from loopback_world import (BF16, DTYPES, assert_same, block_of, capture_allreduce, close_all,  # noqa: F401
                             parts_for, replay_and_compare, run_group, taco, to_dev, to_host, torch, world)
+from codec_sets import BLOCKED as BLOCK_CODECS
 
 pytestmark = pytest.mark.gpu
 
-BLOCK_CODECS = ["taco", "taco-e5m2", "fp8-block", "int8-hadamard", "int8-block", "int4-block"]
 PEER_ALGOS = ["fused", "oneshot"]
 
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <vector>
 
 #include "../../libtaco/codec/registry.cc"
 #include "../../libtaco/coll/peer_plan.cc"
@@ -96,8 +97,12 @@ void checkCase(const char* spec, int P, size_t chunkBytes, size_t count, tacoDat
 }  // namespace
 
 int main() {
-  const char* codecs[] = {"fp8-block", "taco", "int8-hadamard", "int6-hadamard", "int4-block", "fp8-block:block=32",
-                          "int8-hadamard:block=1024"};
+  // Every blocked codec of the registry at its default block size, and two other block sizes.
+  std::vector<const char*> codecs;
+  for (int id = 0; id < tacoNumCodecs; ++id)
+    if (codecById(id)->blocked) codecs.push_back(codecById(id)->name);
+  codecs.push_back("fp8-block:block=32");
+  codecs.push_back("int8-hadamard:block=1024");
   const int ranks[] = {2, 3, 4, 8, 16};
   const size_t chunks[] = {(size_t)1 << 20, (size_t)4 << 20, (size_t)64 << 20, (size_t)256 << 20};
   for (const char* spec : codecs)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import taco
+from codec_sets import ALL as CODECS
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -415,7 +416,7 @@ def test_no_message_has_a_space_before_its_colon():
 # ---- wires: a 1-D uint8 array (or bytes-like) of exactly the compressed size; a sane header
 
 
-@pytest.mark.parametrize("codec", ["taco", "int4-block", "none"])
+@pytest.mark.parametrize("codec", CODECS)
 def test_header_datatype_byte_must_be_a_taco_datatype(codec):
     from taco import reference as ref
 

@@ -6,11 +6,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from codec_sets import ALL as CODECS
 from taco import reference as ref
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
-CODECS = ["taco", "fp8-block", "int8-block", "bf16"]
 
 
 def bits(a):

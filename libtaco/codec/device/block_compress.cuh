@@ -99,7 +99,7 @@ __device__ __forceinline__ float prescale(const Args& a, float (&v)[N], float m0
 
 // After it: the quantisation scales from m = max|Z'|; a bad block gets NaN scales, and
 // inv = NaN makes every code the format's NaN code (the FP8 conversion writes 0x7f for
-// NaN, the integer one 0 = formatNaNCode).
+// NaN, the integer one 0: FormatInfo::nanCode).
 template <int FMT>
 __device__ __forceinline__ QuantScales blockScales(const Args& a, float m, float lift, bool bad, float& alpha) {
   QuantScales qs = quantScales(m, a.k.c, (CodeFormat)FMT);

@@ -30,13 +30,13 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
-// sum (genericSumTiles): one compressed input or more whose headers matched, a byte
-// per code (cp.async copies 4, 8 or 16 bytes: INT4's nibbles and INT6's 3- and 6-byte
-// chunks take generalTiles), and aligned pointers. Plain decompress (one input, no
-// exact input) has a pipeline of its own, genericDecompressTiles.
+// sum (genericSumTiles): one compressed input or more whose headers matched, a byte per
+// code (FormatInfo::stagedTiles: cp.async copies 4, 8 or 16 bytes; INT4's nibbles and
+// INT6's 3- and 6-byte chunks take generalTiles), and aligned pointers. Plain decompress
+// (one input, no exact input) has a pipeline of its own, genericDecompressTiles.
 template <int FMT>
 __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
-  return FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && inputsOk && a.in.n >= 1;
+  return formatInfo(FMT).stagedTiles && a.vec && inputsOk && a.in.n >= 1;
 }
 
 // This thread's codes of one staged input (NCH words, a warp apart), decoded and

@@ -123,10 +123,9 @@ __device__ __forceinline__ void setPiece(Args& a, const PeerLaunch& L, int j, co
 }
 
 // Formats whose rotated codecs at B = 256 take the rotated256 layout in the peer kernels
-// (codec/device/rotated256.cuh): taco, int8-hadamard, int6-hadamard. (taco-e5m2 keeps the
-// generic path: three kernels fewer to build.)
+// (codec/device/rotated256.cuh): FormatInfo::peerRotated256 (codec/format.h).
 template <int FMT>
-constexpr bool kRotated256Format = FMT == kFmtE4M3 || FMT == kFmtInt8 || FMT == kFmtInt6;
+constexpr bool kRotated256Format = formatInfo(FMT).peerRotated256;
 
 // A piece the rotated256 tile functions take: the test of the codec launcher's
 // takesRotated256Kernel(), for a CTA-uniform piece.
@@ -166,7 +165,7 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
       return;
     }
   }
-  if (MODE == kAccumulate && FMT != kFmtInt4 && FMT != kFmtInt6 && a.vec && a.in.n == 1 && a.x == nullptr &&
+  if (MODE == kAccumulate && formatInfo(FMT).stagedTiles && a.vec && a.in.n == 1 && a.x == nullptr &&
       inputsOk)
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
   else if (takesStagedSum<FMT>(a, inputsOk))
