@@ -40,7 +40,7 @@ tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
   sched.comm = c;
   sched.steps.reserve(3);
   sched.steps.push_back(stepFork(a.stream));
-  Step s;  // one step for the whole call (runPeerSteps launches its chunks)
+  Step s;  // one step for the whole call: runPeerSteps plans it once and launches its chunks
   s.kind = kStepLaunch;
   s.launch = runPeerSteps;
   s.stream = 0;
@@ -119,13 +119,10 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     TACO_CUDA_CHECK(cudaEventRecord(comms[i]->peerEvent, comms[i]->streams[steps[i]->stream]));
     TACO_CUDA_CHECK(cudaStreamWaitEvent(st, comms[i]->peerEvent, 0));
   }
-  // The block kernels take a chunk a launch (coll/device/peer_kernels.cuh says why); the
-  // raw one-shot's kernel loops over all of them.
-  const int perLaunch = s0.algo == tacoAlgoOneShotRaw ? (int)plan.nChunks : 1;
+  // A launch per chunk (coll/device/peer_kernels.cuh says why not one loop over them).
   const size_t threads = threadsWanted(plan, peerPieceWire(plan.codec, largest, s0.dtype), s0.dtype);
-  for (int first = 0; first < (int)plan.nChunks; first += perLaunch) {
-    L.firstChunk = first;
-    L.nChunks = std::min(perLaunch, (int)plan.nChunks - first);
+  for (int ch = 0; ch < (int)plan.nChunks; ++ch) {
+    L.chunk = ch;
     const cudaError_t e = launchPeerAllReduce(L, threads, s0.dtype, st);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();

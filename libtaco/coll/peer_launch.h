@@ -12,9 +12,8 @@
 
 namespace taco {
 
-// One launch of a peer-memory AllReduce, passed by value: chunks firstChunk ..
-// firstChunk + nChunks - 1 of the call (coll/peer_plan.h), each an epoch of its own.
-// Shard j's piece in chunk c is [shardOff[j] + c * chunkElems, ...), chunkElems long (wire
+// One launch of a peer-memory AllReduce, passed by value: chunk `chunk` of the call
+// (coll/peer_plan.h), an epoch of its own. Shard j's piece in chunk c is [shardOff[j] + c * chunkElems, ...), chunkElems long (wire
 // `full`) but for the shard's last, shorter piece (wire tail[j]) and the empty ones after it.
 struct PeerLaunch {
   int algo;          // tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw
@@ -22,8 +21,7 @@ struct PeerLaunch {
   int nLocal;        // ranks this launch drives (loopback: P; otherwise 1)
   int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
-  int firstChunk;    // the launch's first chunk of the call (its epoch: the rank's epoch word)
-  int nChunks;       // chunks of this launch (block kernels: 1)
+  int chunk;         // the chunk of the call this launch runs (its epoch: the rank's epoch word)
   int oneGpu;        // every rank is in this launch (loopback): .gpu-scope fences (coll/device/peer_sync.cuh)
   int localRank[kMaxPeerRanks];
   const void* send[kMaxPeerRanks];  // per local rank

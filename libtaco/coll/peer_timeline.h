@@ -25,7 +25,7 @@ namespace taco {
 // Event slots of a row. Fused two-shot: every event. One-shot and raw one-shot: start,
 // end of A (the compress), end of wait 0, end; the fused-only slots are left alone.
 enum PeerTimelineEvent {
-  kTimelineStart = 0,  // the start of a chunk (a row ends up holding its launch's last chunk)
+  kTimelineStart = 0,  // after the prologue (the rank's epoch read)
   kTimelineEndA = 1,   // thread 0's part of phase A (one-shot: the compress) done, before arrive 0
   kTimelineWait0 = 2,  // the wait for flag 0 of every rank over (not recorded when it gave up)
   kTimelineEndB = 3,   // fused: thread 0's part of phase B done, before arrive 1

@@ -1,6 +1,6 @@
 // The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
-// A call's chunks (coll/peer_plan.h) are epochs, each with its half of the scratch by
-// epoch parity: the block kernels run one chunk a launch, the raw one-shot's all of them.
+// A launch runs one chunk of the call (coll/peer_plan.h), an epoch with its half of the
+// scratch by epoch parity.
 // The host side, which picks and launches them, is coll/allreduce_peer.cu; each element
 // type and group of code formats is instantiated in a translation unit of its own (made from
 // coll/peer_kernels.cu.in), so that they compile in parallel.
@@ -83,17 +83,16 @@ __device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
                                    L.oneGpu != 0}};
 }
 
-// Chunk c of the call, run by a launch whose first chunk is L.firstChunk (epoch e.epoch):
-// its epoch, the flags' value once a rank is past a point in it, and its half of the scratch.
+// The launch's chunk: its index in the call, its epoch, the flags' value once a rank is
+// past a point in it, and its half of the scratch.
 struct Chunk {
   int c;
   uint32_t epoch, flag;
   int parity;
 };
 
-__device__ __forceinline__ Chunk chunkOf(const PeerLaunch& L, const RankEpoch& e, int c) {
-  const uint32_t epoch = e.epoch + (uint32_t)(c - L.firstChunk);
-  return Chunk{c, epoch, epoch + 1, (int)(epoch & 1)};
+__device__ __forceinline__ Chunk chunkOf(const PeerLaunch& L, const RankEpoch& e) {
+  return Chunk{L.chunk, e.epoch, e.epoch + 1, (int)(e.epoch & 1)};
 }
 
 // Shard j's piece in chunk `ch` (coll/peer_launch.h): its first element, whether it is
@@ -255,17 +254,16 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // The pieces' codec arguments of the chunk functions below (one allocation per kernel).
 __shared__ PieceArgs chunkPieces[kPieceGroups];
 
-// A launch of the block kernel runs one chunk. A loop over chunks in one launch was tried:
-// whatever the loop, ptxas's allocation of the rotated codecs' kernels (their tile loops
-// just fit the 128 registers of two CTAs per SM) spilled 8 KB of code instead of 0.7 KB,
-// and `taco` ran 1.6-1.9x slower (docs/results.md). The raw one-shot's kernel, light on
-// registers, loops.
+// A launch runs one chunk. A loop over a call's chunks in one launch was tried: whatever
+// the loop, ptxas's allocation of the rotated codecs' kernels (their tile loops just fit
+// the 128 registers of two CTAs per SM) spilled 8 KB of code instead of 0.7 KB, and `taco`
+// ran 1.6-1.9x slower; the raw one-shot's, 1.2-1.7x (docs/results.md).
 
-// Chunk L.firstChunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
+// The launch's chunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
 template <typename T, int FMT, bool ROT>
 __device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   PieceArgs* sp = chunkPieces;
-  const Chunk ch = chunkOf(L, e, L.firstChunk);
+  const Chunk ch = chunkOf(L, e);
   const int r = w.rank, P = L.P;
   const char* send = static_cast<const char*>(L.send[w.group]);
   char* recv = static_cast<char*>(L.recv[w.group]);
@@ -305,11 +303,11 @@ __device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, const Who& w, co
   return true;
 }
 
-// Chunk L.firstChunk of the one-shot. False when the wait gave up.
+// The launch's chunk of the one-shot. False when the wait gave up.
 template <typename T, int FMT, bool ROT>
 __device__ __forceinline__ bool oneShotChunk(const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   PieceArgs* sp = chunkPieces;
-  const Chunk ch = chunkOf(L, e, L.firstChunk);
+  const Chunk ch = chunkOf(L, e);
   const int r = w.rank, P = L.P;
   const size_t off = pieceOff(L, 0, ch) * sizeof(T);
   (void)preparePiece(sp[0], L, 0, ch, [&](Args& a) {
@@ -350,20 +348,19 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   const int r = w.rank, P = L.P;
   if (r == L.skipRank) return;  // fault injection: this rank never arrives
   const RankEpoch e = rankEpoch(L, r);
+  const Chunk ch = chunkOf(L, e);
+  peer::markStart(L, r);
   const size_t tid = (size_t)w.cta * blockDim.x + threadIdx.x, nThreads = (size_t)w.ctas * blockDim.x;
-  for (int c = L.firstChunk; c < L.firstChunk + L.nChunks; ++c) {
-    const Chunk ch = chunkOf(L, e, c);
-    peer::markStart(L, r);
-    const size_t off = pieceOff(L, 0, ch) * sizeof(T);
-    Args a = L.proto;
-    setPiece(a, L, 0, ch);
-    a.x = static_cast<const char*>(L.send[w.group]) + off;
-    a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, 0));
-    a.vec = aligned16Dev(a.x);
-    elementTiles<T, T, kCompress>(a, tid, nThreads);
-    peer::markPhaseEnd(L, kTimelineEndA);
-    peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
-    if (!peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) break;
+  const size_t off = pieceOff(L, 0, ch) * sizeof(T);
+  Args a = L.proto;
+  setPiece(a, L, 0, ch);
+  a.x = static_cast<const char*>(L.send[w.group]) + off;
+  a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, 0));
+  a.vec = aligned16Dev(a.x);
+  elementTiles<T, T, kCompress>(a, tid, nThreads);
+  peer::markPhaseEnd(L, kTimelineEndA);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
+  if (peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) {
     peer::mark(L, kTimelineWait0);
     setPiece(a, L, 0, ch);
     for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, ch.parity, 0);
@@ -371,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
     a.vec = aligned16Dev(a.y);
     elementTiles<T, T, kAccumulate>(a, tid, nThreads);
   }
-  peer::ctaFinish(e.mine, w.ctas, e.epoch + (uint32_t)L.nChunks);
+  peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
   peer::mark(L, kTimelineEnd);
 }
 
