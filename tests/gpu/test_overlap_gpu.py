@@ -33,18 +33,19 @@ def test_partial_overlap_is_refused(taco, torch, op):
         close_all(comms)
 
 
-def test_allreduce_in_place_and_disjoint_run(taco, torch):
+@pytest.mark.parametrize("algo", ["staged", "fused", "oneshot"])
+def test_allreduce_in_place_and_disjoint_run(taco, torch, algo):
     from taco import reference as ref
 
     P = 2
     parts = parts_for(P, N, np.float32, seed=4)
-    comms = world(taco, P, "fp8-block")
+    comms = world(taco, P, "fp8-block", algo=algo)  # pinned: each algorithm has its own bits
     try:
         xs = [to_dev(torch, p) for p in parts]
         with taco.comm.group():
             outs = [c.allreduce(x, out=x) for c, x in zip(comms, xs)]  # in place: recvbuff == sendbuff
         torch.cuda.synchronize()
-        want = ref.allreduce(parts, "fp8-block")
+        want = ref.allreduce(parts, "fp8-block", algo="oneshot" if algo == "oneshot" else "twoshot")
         for r, o in enumerate(outs):
             assert_same(to_host(torch, o), want, f"rank {r}")
     finally:
