@@ -67,8 +67,8 @@ __device__ __forceinline__ Who who(const PeerLaunch& L) {
   return w;
 }
 
-// What every peer kernel reads first: rank r's scratch, the epoch of the call's first chunk
-// (the chunks r completed before) and what its waits give up on.
+// What every peer kernel reads first: rank r's scratch, the epoch of this launch's chunk
+// (the chunks r completed before it) and what its waits give up on.
 struct RankEpoch {
   char* mine;
   uint32_t epoch;
@@ -257,7 +257,7 @@ __shared__ PieceArgs chunkPieces[kPieceGroups];
 // A launch runs one chunk. A loop over a call's chunks in one launch was tried: whatever
 // the loop, ptxas's allocation of the rotated codecs' kernels (their tile loops just fit
 // the 128 registers of two CTAs per SM) spilled 8 KB of code instead of 0.7 KB, and `taco`
-// ran 1.6-1.9x slower; the raw one-shot's, 1.2-1.7x (docs/results.md).
+// ran 1.6-1.9x slower (docs/results.md).
 
 // The launch's chunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
 template <typename T, int FMT, bool ROT>
