@@ -13,8 +13,9 @@
 namespace taco {
 
 // One launch of a peer-memory AllReduce, passed by value: chunk `chunk` of the call
-// (coll/peer_plan.h), an epoch of its own. Shard j's piece in chunk c is [shardOff[j] + c * chunkElems, ...), chunkElems long (wire
-// `full`) but for the shard's last, shorter piece (wire tail[j]) and the empty ones after it.
+// (coll/peer_plan.h), an epoch of its own. Shard j's piece in chunk c starts at
+// shardOff[j] + c * chunkElems and is chunkElems long (wire `full`), but for the shard's
+// last, shorter piece (wire tail[j]) and the empty ones after it.
 struct PeerLaunch {
   int algo;          // tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw
   int P;             // ranks of the communicator
