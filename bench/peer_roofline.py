@@ -148,7 +148,8 @@ def run_all(a):
             xs = [torch.randn(N, device="cuda").to(tdt) for _ in range(P)]
             outs = [torch.empty_like(x) for x in xs]
             bw = memcpy_bandwidth(P, N, e, a.iters)
-            plan = [(c, algos) for c in BLOCK_CODECS] + [("none", ["oneshot-raw"])]
+            codecs = [c for c in BLOCK_CODECS if not a.codecs or c in a.codecs.split(",")]
+            plan = [(c, algos) for c in codecs] + ([("none", ["oneshot-raw"])] if not a.codecs else [])
             for codec, specs in plan:
                 for r in time_algos(P, dtype, codec, specs, xs, outs, a.iters, bw, quiet=True):
                     r["memcpy_TBps"] = bw / 1e12
@@ -177,6 +178,8 @@ def main(argv=None):
     p.add_argument("--all", action="store_true",
                    help="every block codec x P in {2, 4, 8} (256, 256, 64 MiB per rank) x bf16 and fp32 x the "
                         "algorithms of --algos, and the raw one-shot; one table")
+    p.add_argument("--codecs", default=None,
+                   help="with --all: only these block codecs (comma-separated), and no raw one-shot")
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
     if a.all:

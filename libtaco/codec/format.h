@@ -21,14 +21,15 @@ struct FormatInfo {
   uint8_t nanCode;      // written for every element of a block that held NaN or Inf
   bool stagedTiles;     // the staged (cp.async) decompress and sum pipelines: they copy a byte per code
   bool rotated256;      // the codec's rotated B = 256 kernel: byte codes or INT6 (INT4's nibbles: no)
-  bool peerRotated256;  // the peer kernels build the rotated256 layout (a build-size choice)
+  bool rotated256Sums;  // the rotated256 layout past compress and plain decompress: the sum kernels (k inputs,
+                        // reduce-compress) and the peer kernels (a build-size choice)
 };
 
 // The FP8 NaN code is 0x7f (the conversion's, with saturation); the integer formats' is 0, two's
 // complement zero, so a NaN block's codes are zero bytes. taco-e5m2 keeps the peer kernels'
 // generic path: three kernels fewer to build.
 constexpr FormatInfo formatInfo(int fmt) {
-  // bits, qmax, packCodes, packBytes, nanCode, stagedTiles, rotated256, peerRotated256
+  // bits, qmax, packCodes, packBytes, nanCode, stagedTiles, rotated256, rotated256Sums
   switch (fmt) {
     case kFmtE4M3: return FormatInfo{8,  448.0f,   1, 1, 0x7f, true,  true,  true};
     case kFmtE5M2: return FormatInfo{8,  57344.0f, 1, 1, 0x7f, true,  true,  false};
@@ -52,7 +53,7 @@ constexpr bool formatRowsConsistent() {
     const FormatInfo r = formatInfo(f);
     if (r.bits != 0 && r.packCodes * r.bits != 8 * r.packBytes) return false;
     if (r.stagedTiles && r.bits != 8) return false;
-    if (r.peerRotated256 && !r.rotated256) return false;
+    if (r.rotated256Sums && !r.rotated256) return false;
   }
   return true;
 }

@@ -17,6 +17,12 @@ using KernelFn = void (*)(const dev::Args);
 template <typename T, int MODE>
 KernelFn rotated256KernelFor(int fmt);
 
+// rotated256SumKernel (B = 256, rotated codecs, decompress-accumulate of several inputs or
+// with an exact input, and decompress-reduce-compress): a block format with
+// FormatInfo::rotated256Sums; nullptr for any other.
+template <typename T, int MODE>
+KernelFn rotated256SumKernelFor(int fmt);
+
 // blockCodecKernel: a block format (codec/format.h, visitBlockFormat); nullptr for any other.
 template <typename T, int MODE>
 KernelFn blockCodecKernelFor(int fmt);

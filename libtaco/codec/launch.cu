@@ -8,7 +8,7 @@
 #include <mutex>
 #include <utility>
 
-#include "codec/device/rotated256.cuh"  // the staging constants (shared memory sizes)
+#include "codec/device/rotated256_sum.cuh"  // the staging constants (shared memory sizes)
 #include "codec/kernels.h"
 #include "codec/launch.h"
 
@@ -70,6 +70,7 @@ size_t rotated256CompressSmemBytes(tacoDataType_t dtype) {
   return (size_t)(dtype == tacoFloat32 ? rotated256::kCompressUnits : rotated256::fourLane::kUnits) * 16;
 }
 size_t rotated256DecompressSmemBytes(tacoDataType_t) { return (size_t)rotated256::kDecompressUnits * 16; }
+size_t rotated256SumSmemBytes(tacoDataType_t) { return (size_t)rotated256::kSumUnits * 16; }
 
 bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p & 15) == 0; }
 
@@ -101,22 +102,24 @@ namespace {
 // grid leaves SMs idle behind the slowest ones; fp32 decompress +9 %, fp8-block bf16 compress
 // +20 %); the issue-bound 16-bit rotated kernels want few, each warp's software pipeline filling once
 // per CTA (compress 8, decompress 32); the general kernel's 16-bit decompress is best at 64.
-// Decompress-reduce-compress keeps the earlier 8 (not re-measured).
+// Decompress-reduce-compress keeps the earlier 8 (not re-measured), and so do the rotated256
+// sums (sumPath).
 template <typename T, int MODE>
-int ctasPerSm(bool blocked, bool rotated256Path) {
+int ctasPerSm(bool blocked, bool rotated256Path, bool sumPath) {
   if (!blocked) return 128;
-  if (MODE == kReduceCompress) return 8;
+  if (MODE == kReduceCompress || sumPath) return 8;
   if (sizeof(T) == 2 && rotated256Path) return MODE == kCompress ? 8 : 32;
   if (sizeof(T) == 2 && MODE == kAccumulate) return 64;
   return 128;
 }
 
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
-// dynamic shared memory; fastPath = takesRotated256Kernel(). The staged pipelines copy a byte per
-// code: sums of several inputs (decompress-accumulate, reduce-compress) of the other formats
-// (FormatInfo::stagedTiles false: INT4, INT6) take generalTiles, without shared memory.
+// dynamic shared memory; fastPath = takesRotated256Kernel(), sumPath = takesRotated256SumKernel().
+// The staged pipelines copy a byte per code: sums of several inputs (decompress-accumulate,
+// reduce-compress) of the other formats (FormatInfo::stagedTiles false: INT4, INT6) take
+// generalTiles, without shared memory.
 template <typename T, int MODE>
-KernelFn blockKernel(const Args& a, int fmt, bool fastPath, size_t& smem) {
+KernelFn blockKernel(const Args& a, int fmt, bool fastPath, bool sumPath, size_t& smem) {
   const tacoDataType_t dtype = (tacoDataType_t)a.dtype;
   if constexpr (MODE != kReduceCompress) {
     if (fastPath) {
@@ -124,11 +127,16 @@ KernelFn blockKernel(const Args& a, int fmt, bool fastPath, size_t& smem) {
       return rotated256KernelFor<T, MODE>(fmt);
     }
   }
-  const bool plainDecompress = MODE == kAccumulate && a.in.n == 1 && a.x == nullptr;
-  smem = MODE == kCompress           ? genericCompressSmemBytes(dtype)
-         : plainDecompress           ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
-         : formatInfo(fmt).stagedTiles ? genericSumSmemBytes(dtype)         // genericSumTiles
-                                     : 0;
+  if constexpr (MODE != kCompress) {
+    if (sumPath) {
+      smem = rotated256SumSmemBytes(dtype);
+      return rotated256SumKernelFor<T, MODE>(fmt);
+    }
+  }
+  smem = MODE == kCompress                ? genericCompressSmemBytes(dtype)
+         : plainDecompress(a, MODE)       ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
+         : formatInfo(fmt).stagedTiles    ? genericSumSmemBytes(dtype)         // genericSumTiles
+                                          : 0;
   return blockCodecKernelFor<T, MODE>(fmt);
 }
 
@@ -137,6 +145,7 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
   const CodecDesc* d = codecById(a.k.id);
   const int sms = smCount();
   const bool fastPath = d->blocked && takesRotated256Kernel(a, MODE);
+  const bool sumPath = d->blocked && takesRotated256SumKernel(a, MODE);
   size_t work;
   if (d->blocked) {
     // blocks per warp tile: four lanes per block in the 16-bit rotated compress
@@ -147,12 +156,12 @@ cudaError_t launchTyped(const Args& a, cudaStream_t stream) {
     work = (a.count + Vec<T>::V - 1) / Vec<T>::V;
   }
   size_t grid = (work + kThreads - 1) / kThreads;
-  const size_t maxGrid = (size_t)sms * ctasPerSm<T, MODE>(d->blocked, fastPath);
+  const size_t maxGrid = (size_t)sms * ctasPerSm<T, MODE>(d->blocked, fastPath, sumPath);
   if (grid > maxGrid) grid = maxGrid;
   if (grid == 0) grid = 1;
   if (d->blocked) {
     size_t smem;
-    const KernelFn kernel = blockKernel<T, MODE>(a, d->format, fastPath, smem);
+    const KernelFn kernel = blockKernel<T, MODE>(a, d->format, fastPath, sumPath, smem);
     cudaError_t e = allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
     kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);

@@ -26,17 +26,29 @@ inline dev::PieceWire pieceWireOf(const WireLayout& l, size_t count) {
   return w;
 }
 
-// Whether compress (mode kCompress) or plain decompress (kAccumulate with one input
-// and no exact input) of `a` takes the rotated codecs' B = 256 kernel
-// (rotated256Kernel, device/rotated256.cuh): aligned pointers and a format it is built
-// for (FormatInfo::rotated256: a byte per code or INT6; INT4's nibbles take the generic
-// kernel's loads and stores). A kernel of its own (its own registers and launch bounds,
-// and the general kernel keeps its allocation). Its loops count tiles in 32 bits: counts
-// of 2^40 and more (beyond any GPU's memory today) take the general kernel.
+// Whether `a` in `mode` takes a kernel of the rotated codecs at B = 256 (aligned
+// pointers; loops that count tiles in 32 bits: counts of 2^40 and more, beyond any GPU's
+// memory today, take the general kernel):
+//  - compress and plain decompress (kAccumulate, one input, no exact input):
+//    rotated256Kernel (device/rotated256.cuh), for the formats of FormatInfo::rotated256
+//    (a byte per code or INT6; INT4's nibbles take the generic kernel's loads and stores);
+//  - the other sums (kAccumulate, kReduceCompress; one input or more): rotated256SumKernel
+//    (device/rotated256_sum.cuh), for the formats of FormatInfo::rotated256Sums.
+// Kernels of their own: their own registers and launch bounds, and the general kernel
+// keeps its allocation.
+inline bool takesRotated256Layout(const dev::Args& a) {
+  return a.k.rotate && a.k.B == 256 && a.vec && a.count < ((size_t)1 << 40);
+}
+inline bool plainDecompress(const dev::Args& a, int mode) {
+  return mode == dev::kAccumulate && a.in.n == 1 && a.x == nullptr;
+}
 inline bool takesRotated256Kernel(const dev::Args& a, int mode) {
-  return a.k.rotate && a.k.B == 256 && formatInfo(a.k.fmt).rotated256 && a.vec &&
-         a.count < ((size_t)1 << 40) &&
-         (mode == dev::kCompress || (mode == dev::kAccumulate && a.in.n == 1 && a.x == nullptr));
+  return takesRotated256Layout(a) && formatInfo(a.k.fmt).rotated256 &&
+         (mode == dev::kCompress || plainDecompress(a, mode));
+}
+inline bool takesRotated256SumKernel(const dev::Args& a, int mode) {
+  return takesRotated256Layout(a) && formatInfo(a.k.fmt).rotated256Sums && mode != dev::kCompress &&
+         a.in.n >= 1 && !plainDecompress(a, mode);
 }
 
 // The arguments for `count` elements of `dtype` under `codec`: the codec's kernel
@@ -55,12 +67,13 @@ size_t l2Bytes();
 // inputs / outputs of `dtype`: genericCompressTiles (device/block_compress.cuh),
 // genericDecompressTiles (block_decompress.cuh), genericSumTiles (block_sum.cuh);
 // rotated256CompressTiles (fp32) or fourLaneCompressTiles (16-bit),
-// rotated256DecompressTiles (device/rotated256.cuh).
+// rotated256DecompressTiles (device/rotated256.cuh), rotated256SumTiles (rotated256_sum.cuh).
 size_t genericCompressSmemBytes(tacoDataType_t dtype);
 size_t genericDecompressSmemBytes(tacoDataType_t dtype);
 size_t genericSumSmemBytes(tacoDataType_t dtype);
 size_t rotated256CompressSmemBytes(tacoDataType_t dtype);
 size_t rotated256DecompressSmemBytes(tacoDataType_t dtype);
+size_t rotated256SumSmemBytes(tacoDataType_t dtype);
 
 // Opts a kernel in to more than the default 48 KB of dynamic shared memory, once
 // per kernel and device (a host-side attribute: safe during stream capture).

@@ -95,7 +95,9 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   size_t smem = 0;
   if (L.algo != tacoAlgoOneShotRaw) {
     smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
-    if (rot) smem = std::max(smem, std::max(rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype)));
+    if (rot)
+      smem = std::max({smem, rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype),
+                       rotated256SumSmemBytes(dtype)});
     if (formatInfo(d->format).stagedTiles) smem = std::max(smem, genericSumSmemBytes(dtype));
   }
   int perSm = 0;

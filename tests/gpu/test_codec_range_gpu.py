@@ -63,12 +63,13 @@ def block_shifts(wire, spec, n, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("spec", BYTE_CODES + ["taco:block=32", "int8-hadamard:block=1024"])  # the staged sum's
+@pytest.mark.parametrize("spec", BYTE_CODES + ["int6-hadamard", "taco:block=32", "int8-hadamard:block=1024"])
 @pytest.mark.parametrize("k", [4, 7])
 def test_gpu_staged_sum_shift_of_a_later_group(cupy, spec, dtype, k):
     # The staged sum (genericSumTiles) decodes with the shift K of the first group of 3
     # inputs and sums a tile again through the general loads where a later group's is
-    # larger. The last input (group 1 of k = 4, group 2 of k = 7) runs the sweep
+    # larger; the rotated codecs' sum at B = 256 (rotated256SumTiles) does the same with
+    # input 0's K. The last input (group 1 of k = 4, group 2 of k = 7) runs the sweep
     # backwards: where the others hold the smallest blocks (K = -64) it holds the largest
     # (K = 0 or 64), and the other way round (group 0's K stands).
     B = taco.codec_info(spec)["block_size"]

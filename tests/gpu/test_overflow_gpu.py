@@ -64,7 +64,7 @@ def test_allreduce_overflow_is_inf(taco, torch, P, codec, algo, dtype):
     from taco import reference as ref
 
     B = block_of(codec)
-    count = 2 * P * B - 7
+    count = 8 * P * B - 7  # B = 256: every rank's piece is a whole 1,024-element tile and a tail
     parts, where = overflow_parts(P, count, dtype, B, seed=P)
     comms = world(taco, P, codec, algo=algo)
     try:

@@ -55,14 +55,16 @@ def assert_matches_model(taco, torch, P, algo, codec, dtype, count, seed, inplac
         close_all(comms)
 
 
-@pytest.mark.parametrize("codec,dtype", [("taco", BF16), ("fp8-block", np.dtype(np.float32))], ids=str)
+@pytest.mark.parametrize("codec,dtype", [("taco", BF16), ("fp8-block", np.dtype(np.float32)),
+                                         ("int6-hadamard", np.dtype(np.float32)),
+                                         ("int8-hadamard", np.dtype(np.float16))], ids=str)
 @pytest.mark.parametrize("algo", PEER_ALGOS)
 @pytest.mark.parametrize("P", [2, 4, 8])
 def test_peer_allreduce_several_tiles_per_warp_matches_model(taco, torch, P, algo, codec, dtype):
     """2^22 + 5 elements, one launch: every warp of the sum (two-shot's phase B, P - 1
     inputs and the exact piece; one-shot's P inputs) has several tiles (at most 2 CTAs per
-    SM, shared by the P ranks), so the staged sum's pipeline (genericSumTiles) runs across
-    tiles; bit for bit against the numpy model."""
+    SM, shared by the P ranks), so the sum's pipeline (genericSumTiles; the rotated codecs'
+    rotated256SumTiles) runs across tiles; bit for bit against the numpy model."""
     assert_matches_model(taco, torch, P, algo, codec, dtype, (1 << 22) + 5, P * 13, False)
 
 

@@ -107,6 +107,41 @@ __device__ __forceinline__ float readStagedPrescaled(const Args& a, const char* 
   return prescale(a, v, m0, bad, LANES, lift);
 }
 
+// The codes of a block held in transposedFwht's layout (positions 32q + 4t + b in
+// v[4q + b]), stored as the wire has them; words[q] keeps the four codes of positions
+// 32q + 4t .. + 3, a byte each. buf: the block's transposition buffer (INT6 packs
+// through it).
+template <int FMT>
+__device__ __forceinline__ void encodeRotatedCodes(const Args& a, size_t block, int t, const float (&v)[kPerThread],
+                                                   float inv, float4* buf, uint32_t (&words)[8]) {
+#pragma unroll
+  for (int q = 0; q < 8; ++q) words[q] = encodeWord<FMT>(&v[4 * q], inv);
+  if constexpr (FMT == kFmtInt6) {
+    // Four codes per q are 3 bytes at 24q + 3t: too narrow to store. The packed words go
+    // back through the buffer (word 12q + t, the block's run offset by 8g words so that
+    // the warp's four blocks hit different banks), and lane t stores positions
+    // 32t .. 32t + 31, 24 bytes at an 8-byte aligned offset (a block's codes are 192).
+    uint32_t* packed = reinterpret_cast<uint32_t*>(buf) + 8 * ((threadIdx.x >> 3) & 3);
+    __syncwarp();  // every lane has read its transposed values
+#pragma unroll
+    for (int q = 0; q < 8; ++q) packed[12 * q + t] = int6Word(words[q]);
+    __syncwarp();
+    const uint4* mine = reinterpret_cast<const uint4*>(packed + 12 * t);
+    const uint4 lo = mine[0], hi = mine[1];
+    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    uint32_t o[6];
+    packInt6Quad(w, o);
+    packInt6Quad(w + 4, o + 3);
+    uint2* codes = reinterpret_cast<uint2*>(a.out + TACO_HEADER_BYTES + block * 192 + 24 * t);
+#pragma unroll
+    for (int k = 0; k < 3; ++k) codes[k] = make_uint2(o[2 * k], o[2 * k + 1]);
+  } else {
+    uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 4 * t;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) *reinterpret_cast<uint32_t*>(codes + 32 * q) = words[q];
+  }
+}
+
 // Compress of one staged fp32 block (eight lanes); buf is the block's transposition
 // buffer.
 template <typename T, int FMT>
@@ -122,30 +157,8 @@ __device__ __forceinline__ void rotated256CompressBlock(const Args& a, size_t bl
   for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
   m = groupMax(m, kLanes);
   const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
-  if constexpr (FMT == kFmtInt6) {
-    // Four codes per q are 3 bytes at 24q + 3t: too narrow to store. The packed words go
-    // back through the buffer (word 12q + t, the block's run offset by 8g words so that
-    // the warp's four blocks hit different banks), and lane t stores positions
-    // 32t .. 32t + 31, 24 bytes at an 8-byte aligned offset (a block's codes are 192).
-    uint32_t* words = reinterpret_cast<uint32_t*>(buf) + 8 * ((threadIdx.x >> 3) & 3);
-    __syncwarp();  // every lane has read its transposed values
-#pragma unroll
-    for (int q = 0; q < 8; ++q) words[12 * q + t] = int6Word(encodeWord<FMT>(&v[4 * q], qs.inv));
-    __syncwarp();
-    const uint4* mine = reinterpret_cast<const uint4*>(words + 12 * t);
-    const uint4 lo = mine[0], hi = mine[1];
-    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    uint32_t o[6];
-    packInt6Quad(w, o);
-    packInt6Quad(w + 4, o + 3);
-    uint2* codes = reinterpret_cast<uint2*>(a.out + TACO_HEADER_BYTES + block * 192 + 24 * t);
-#pragma unroll
-    for (int k = 0; k < 3; ++k) codes[k] = make_uint2(o[2 * k], o[2 * k + 1]);
-  } else {
-    uint8_t* codes = a.out + TACO_HEADER_BYTES + block * 256 + 4 * t;
-#pragma unroll
-    for (int q = 0; q < 8; ++q) *reinterpret_cast<uint32_t*>(codes + 32 * q) = encodeWord<FMT>(&v[4 * q], qs.inv);
-  }
+  uint32_t words[8];
+  encodeRotatedCodes<FMT>(a, block, t, v, qs.inv, buf, words);
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 

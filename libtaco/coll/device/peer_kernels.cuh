@@ -36,6 +36,7 @@
 #include "codec/device/block_generic.cuh"
 #include "codec/device/element.cuh"
 #include "codec/device/rotated256.cuh"
+#include "codec/device/rotated256_sum.cuh"
 
 namespace taco {
 namespace peer {
@@ -122,9 +123,9 @@ __device__ __forceinline__ void setPiece(Args& a, const PeerLaunch& L, int j, co
 }
 
 // Formats whose rotated codecs at B = 256 take the rotated256 layout in the peer kernels
-// (codec/device/rotated256.cuh): FormatInfo::peerRotated256 (codec/format.h).
+// (codec/device/rotated256.cuh): FormatInfo::rotated256Sums (codec/format.h).
 template <int FMT>
-constexpr bool kRotated256Format = formatInfo(FMT).peerRotated256;
+constexpr bool kRotated256Format = formatInfo(FMT).rotated256Sums;
 
 // A piece the rotated256 tile functions take: the test of the codec launcher's
 // takesRotated256Kernel(), for a CTA-uniform piece.
@@ -158,9 +159,13 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
-  if constexpr (MODE == kAccumulate && ROT && kRotated256Format<FMT>) {
-    if (rotated256Piece(a) && a.in.n == 1 && a.x == nullptr && inputsOk) {
-      rotated256::rotated256DecompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane >> 3, w.lane & 7);
+  if constexpr (ROT && kRotated256Format<FMT>) {
+    if (rotated256Piece(a) && a.in.n >= 1 && inputsOk) {
+      const uint32_t warp = (uint32_t)w.warp, nWarps = (uint32_t)w.nWarps;
+      if (MODE == kAccumulate && a.in.n == 1 && a.x == nullptr)
+        rotated256::rotated256DecompressTiles<T, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
+      else
+        rotated256::rotated256SumTiles<T, MODE, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
       return;
     }
   }
@@ -251,9 +256,6 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
   }
 }
 
-// The pieces' codec arguments of the chunk functions below (one allocation per kernel).
-__shared__ PieceArgs chunkPieces[kPieceGroups];
-
 // A launch runs one chunk. A loop over a call's chunks in one launch was tried: whatever
 // the loop, ptxas's allocation of the rotated codecs' kernels (their tile loops just fit
 // the 128 registers of two CTAs per SM) spilled 8 KB of code instead of 0.7 KB, and `taco`
@@ -261,8 +263,7 @@ __shared__ PieceArgs chunkPieces[kPieceGroups];
 
 // The launch's chunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, const Who& w, const RankEpoch& e) {
-  PieceArgs* sp = chunkPieces;
+__device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   const Chunk ch = chunkOf(L, e);
   const int r = w.rank, P = L.P;
   const char* send = static_cast<const char*>(L.send[w.group]);
@@ -305,8 +306,7 @@ __device__ __forceinline__ bool fusedChunk(const PeerLaunch& L, const Who& w, co
 
 // The launch's chunk of the one-shot. False when the wait gave up.
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool oneShotChunk(const PeerLaunch& L, const Who& w, const RankEpoch& e) {
-  PieceArgs* sp = chunkPieces;
+__device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   const Chunk ch = chunkOf(L, e);
   const int r = w.rank, P = L.P;
   const size_t off = pieceOff(L, 0, ch) * sizeof(T);
@@ -335,8 +335,9 @@ __global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch 
   if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
   const RankEpoch e = rankEpoch(L, w.rank);
   peer::markStart(L, w.rank);
-  if (L.algo == tacoAlgoFused) fusedChunk<T, FMT, ROT>(L, w, e);
-  else oneShotChunk<T, FMT, ROT>(L, w, e);
+  __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
+  if (L.algo == tacoAlgoFused) fusedChunk<T, FMT, ROT>(sp, L, w, e);
+  else oneShotChunk<T, FMT, ROT>(sp, L, w, e);
   peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
   peer::mark(L, kTimelineEnd);
 }

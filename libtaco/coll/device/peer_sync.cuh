@@ -136,16 +136,13 @@ __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, in
   if (threadIdx.x == 0) {
     uint32_t* counter = controlWord(base[rank], kCtlArrive + phase);
     fenceAcqRel(oneGpu);  // release: this CTA's stores, then its count (or its flags)
-    bool last = true;
-    if (ctas > 1 && atomicAdd(counter, 1u) == (uint32_t)ctas - 1) {
+    if (ctas > 1) {
+      if (atomicAdd(counter, 1u) != (uint32_t)ctas - 1) return;  // not the last CTA
       *reinterpret_cast<volatile uint32_t*>(counter) = 0;  // no CTA arrives here again before these flags
       fenceAcqRel(oneGpu);  // acquire the other CTAs' counts (and so their stores), release them with ours
-    } else if (ctas > 1) {
-      last = false;
     }
-    if (last)
-      for (int j = 0; j < P; ++j)
-        if (j != skip) storeRelaxed(flagWord(base[j], phase, rank), value);
+    for (int j = 0; j < P; ++j)
+      if (j != skip) storeRelaxed(flagWord(base[j], phase, rank), value);
   }
 }
 

@@ -1,0 +1,260 @@
+// Decompress-accumulate and decompress-reduce-compress of k >= 1 inputs for the rotated
+// codecs at B = 256, in the rotated256 layout (rotated256.cuh): eight lanes per block,
+// lane t holding positions 32t .. 32t + 31 of each input's codes, the FWHT's cross-lane
+// strides through shared-memory transpositions. The generic path (block_sum.cuh) does
+// the same sums with the rotation's three lane strides in shuffles, three rotations per
+// block in reduce-compress (the sum back, the compress, the decoded copy): 9 x 32
+// shuffles per lane, the bulk of the fused two-shot's reduce phase.
+//
+// The operations per element are genericSumTiles', in its order, so the bits are its:
+// R = W_0 + W_1 + ... (input 0 assigned), the rotation, back from the decode's shift K,
+// + x (at K = 64 the two together); then either the sum stored, or compressed (the
+// adaptive scale and lift, the rotation, the scales, the codes) and decoded again into
+// y. Max, the energy sum and the elementwise steps do not depend on where an element
+// sits, and the rotation's butterflies run in the same order of strides.
+//
+// Pipeline: a tile (a warp's 4 blocks) is a sequence of units, one 32-byte staging area
+// per lane each: input q's codes (and lane 0 of each block its scales), then the exact
+// input's elements in 32-byte parts, kSumDepth - 1 units ahead across tiles (cp.async),
+// so that the P - 1 inputs' loads are in flight together. K is input 0's shift; a later
+// input that shifts further (only at the extremes of the range) sends the tile to the
+// general path, as do tiles not wholly inside `count`.
+#pragma once
+#include "codec/device/rotated256.cuh"
+
+namespace taco {
+namespace dev {
+namespace rotated256 {
+
+constexpr int kSumDepth = 4;  // units in flight per warp, this one included
+// Slots as the plain decompress's (kDecompressSlot: each lane's 32 bytes, then each
+// block's scales), then the blocks' transposition buffers.
+constexpr int kSumUnits = kSumDepth * kDecompressSlot + kWarps * 4 * kXposeGroup;
+
+// Units of the exact input per tile: 32 bytes per lane each.
+template <typename T>
+constexpr int kExactUnits = (int)sizeof(T);
+
+// Back from transposedFwht's layout (positions 32a + 4t + b in v[4a + b]) to positions
+// 32t + r in v[r], through the block's buffer (row = buf + 9t, col = buf + t).
+__device__ __forceinline__ void untranspose(float (&v)[kPerThread], float4* row, float4* col) {
+  __syncwarp();  // the buffer's previous readers are done
+#pragma unroll
+  for (int a = 0; a < 8; ++a) col[9 * a] = make_float4(v[4 * a], v[4 * a + 1], v[4 * a + 2], v[4 * a + 3]);
+  __syncwarp();
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const float4 f = row[q];
+    v[4 * q] = f.x;
+    v[4 * q + 1] = f.y;
+    v[4 * q + 2] = f.z;
+    v[4 * q + 3] = f.w;
+  }
+}
+
+// A reduced block held in transposedFwht's layout, compressed into a.out (codes as
+// rotated256CompressBlock stores them, scales by lane 0) and, with a.y, decoded again
+// and stored there. The operations are compressTile's and sumTileOut's. Returns whether
+// the block held NaN or +-Inf (written as a NaN block; wideBlocks looks at it again).
+template <typename T, int FMT>
+__device__ __forceinline__ bool reduceCompressBlock(const Args& a, size_t block, int t, float (&v)[kPerThread],
+                                                    float4* buf) {
+  float m0;
+  bool bad;
+  blockMaxBad(v, kLanes, m0, bad);
+  float lift;
+  float alpha = prescale(a, v, m0, bad, kLanes, lift);
+  untranspose(v, buf + 9 * t, buf + t);
+  transposedFwht(v, buf + 9 * t, buf + t);
+  float m = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) m = fmaxf(m, fabsf(v[r]));  // no NaN in a good block
+  m = groupMax(m, kLanes);
+  const QuantScales qs = blockScales<FMT>(a, m, lift, bad, alpha);
+  uint32_t words[8];
+  encodeRotatedCodes<FMT>(a, block, t, v, qs.inv, buf, words);
+  if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
+  if (a.y != nullptr) {
+    const int K = decodeShift(qs.s, alpha, a.k.c);
+    const float d = decodeScaleShifted(qs.s, alpha, a.k.c, K);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      uint8_t c[4];
+      memcpy(c, &words[q], 4);
+      decodeChunk<4, FMT>(c, &v[4 * q]);
+    }
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
+    untranspose(v, buf + 9 * t, buf + t);
+    transposedFwht(v, buf + 9 * t, buf + t);
+    if (K != 0) unshiftAll(v, K, true);
+    T* out = static_cast<T*>(a.y) + block * 256 + 4 * t;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
+  }
+  return bad;
+}
+
+// This warp's tiles (warp, warp + nWarps, ...; 4 blocks each, this lane t of block g) of
+// a sum of a.in.n >= 1 inputs whose headers matched, a.vec (MODE: kAccumulate or
+// kReduceCompress). Dynamic shared memory: kSumUnits * 16 bytes.
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp, uint32_t nWarps, int g, int t) {
+  constexpr int D = kSumDepth;
+  extern __shared__ uint4 stagingArea[];
+  const uint32_t nTiles = (uint32_t)((a.nBlocks + 3) / 4);
+  const uint32_t nFull = (uint32_t)(a.count / 1024);  // tiles wholly inside count
+  const int k = a.in.n;
+  const int units = k + (a.x != nullptr ? kExactUnits<T> : 0);
+  const int b = (threadIdx.x >> 5) * 4 + g;  // this block's index in the CTA's tile
+  const int swap = (t >> 2) & 1;             // the lane's two 16-byte units, swapped on lanes 4..7: no bank conflict
+  const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  auto areaAt = [&](int slot) { return stagingArea + slot * kDecompressSlot + b * kCodesGroup + 2 * t; };
+  auto scalesAt = [&](int slot) {
+    return reinterpret_cast<float2*>(stagingArea + slot * kDecompressSlot + kWarps * 4 * kCodesGroup) + b;
+  };
+  float4* buf = reinterpret_cast<float4*>(stagingArea + D * kDecompressSlot) + b * kXposeGroup;
+  auto stage = [&](uint32_t tile, int u, int slot) {
+    const size_t block = (size_t)tile * 4 + g;
+    uint4* area = areaAt(slot);
+    if (u < k) {
+      const uint8_t* in = static_cast<const uint8_t*>(a.in.ptr[u]);
+      if constexpr (FMT == kFmtInt6) {  // 24 bytes at 16 + 192 block + 24t: 8-byte aligned for odd t
+        const uint8_t* src = in + TACO_HEADER_BYTES + block * 192 + 24 * t;
+        char* dst = reinterpret_cast<char*>(area) + 8 * (t & 1);
+        const int wide = 8 * (t & 1), narrow = (t & 1) ? 0 : 16;
+        cpAsync(dst + wide, src + wide, 16);
+        cpAsync(dst + narrow, src + narrow, 8);
+      } else {
+        const uint8_t* src = in + TACO_HEADER_BYTES + block * 256 + 32 * t;
+        cpAsync(area + swap, src, 16);
+        cpAsync(area + (swap ^ 1), src + 16, 16);
+      }
+      if (t == 0)
+        cpAsync(scalesAt(slot), reinterpret_cast<const float*>(in + a.scalesOffset) + perBlock * block, 4 * perBlock);
+    } else {  // exact part e: positions 32a + 4t .. + 3 for the part's a
+      const int e = u - k;
+      const T* x = static_cast<const T*>(a.x) + block * 256 + 4 * t;
+      if constexpr (sizeof(T) == 4) {
+        cpAsync(area + swap, x + 32 * (2 * e), 16);
+        cpAsync(area + (swap ^ 1), x + 32 * (2 * e + 1), 16);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          cpAsync(reinterpret_cast<char*>(area + (swap ^ (i >> 1))) + 8 * (i & 1), x + 32 * (4 * e + i), 8);
+      }
+    }
+  };
+  // Unit u + n of this warp's sequence from unit u of `tile`, into `slot` if its tile is
+  // whole; one commit group either way.
+  auto stageAhead = [&](uint32_t tile, int u, int n, int slot) {
+    int farU = u + n;
+    uint32_t farTile = tile;
+    while (farU >= units) {
+      farU -= units;
+      farTile += nWarps;
+    }
+    if (farTile < nFull) stage(farTile, farU, slot);
+    cpAsyncCommit();
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
+  int s = 0;
+  bool nanBlocks = false;
+  for (uint32_t tile = warp; tile < nTiles; tile += nWarps) {
+    const size_t block = (size_t)tile * 4 + g;
+    const bool staged = tile < nFull;  // warp-uniform
+    float v[kPerThread];
+    int K = 0;
+    bool sat = false, reshift = false;
+    for (int u = 0; u < units; ++u) {
+      __syncwarp();  // every lane has read the slot computed one unit ago
+      stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
+      cpAsyncWait<D - 1>();                                  // this unit's copies have landed
+      __syncwarp();                                          // lane 0's scales too
+      if (staged && u < k) {
+        const float2 sp = *scalesAt(s);
+        const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
+        const int Kq = decodeShift(sc, alpha, a.k.c);
+        if (u == 0) {
+          K = Kq;
+          sat = k == 1 && !wideScale(sc);
+        } else if (Kq > K) {
+          reshift = true;
+        }
+        const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
+        uint32_t cw[8];  // this lane's 32 codes (INT6: 24 bytes in cw[0..5])
+        if constexpr (FMT == kFmtInt6) {
+          const uint2* p = reinterpret_cast<const uint2*>(reinterpret_cast<const char*>(areaAt(s)) + 8 * (t & 1));
+#pragma unroll
+          for (int i = 0; i < 3; ++i) memcpy(&cw[2 * i], &p[i], 8);
+        } else {
+          const uint4 c0 = areaAt(s)[swap], c1 = areaAt(s)[swap ^ 1];
+          memcpy(cw, &c0, 16);
+          memcpy(cw + 4, &c1, 16);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // 16 codes at a time: fewer registers live
+          float f[16];
+          if constexpr (FMT == kFmtInt6) {
+            decodeInt6Run(cw + 3 * h, f);
+          } else {
+            uint8_t c[16];
+            memcpy(c, cw + 4 * h, 16);
+            decodeChunk<16, FMT>(c, f);
+          }
+          float* w = v + 16 * h;
+          if (u == 0) {
+#pragma unroll
+            for (int i = 0; i < 16; ++i) w[i] = f[i] * d;
+          } else {
+#pragma unroll
+            for (int i = 0; i < 16; ++i) w[i] = w[i] + f[i] * d;
+          }
+        }
+        if (u == k - 1) {
+          transposedFwht(v, buf + 9 * t, buf + t);
+          if (K < 0 || (K > 0 && a.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
+        }
+      } else if (staged) {  // exact part u - k, as finishSum: v + x, at K = 64 unshiftAddTop
+        constexpr int N = kPerThread / kExactUnits<T>;  // elements per part
+        RawChunks<T, N> raw;
+        raw.c[0] = areaAt(s)[swap];
+        raw.c[1] = areaAt(s)[swap ^ 1];
+        float f[N];
+        rawToFloat<T, N>(raw, f);
+#pragma unroll
+        for (int e = 0; e < kExactUnits<T>; ++e) {  // v indexed by constants only: registers, not local memory
+          if (e != u - k) continue;
+          float* w = v + e * N;
+          if (K > 0) {
+#pragma unroll
+            for (int i = 0; i < N; ++i) w[i] = unshiftAddTop(w[i], f[i], sat);
+          } else {
+#pragma unroll
+            for (int i = 0; i < N; ++i) w[i] = w[i] + f[i];
+          }
+        }
+      }
+      s = s + 1 == D ? 0 : s + 1;
+    }
+    if (!staged || __any_sync(0xffffffffu, reshift)) {  // the whole warp: the general path's shuffles
+      const bool active = block < a.nBlocks;
+      finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+      nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+    } else if constexpr (MODE == kAccumulate) {
+      T* out = static_cast<T*>(a.y) + block * 256 + 4 * t;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
+    } else {
+      nanBlocks |= reduceCompressBlock<T, FMT>(a, block, t, v, buf);
+    }
+  }
+  cpAsyncWait<0>();
+  if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))
+    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, 4, g, t);
+}
+
+}  // namespace rotated256
+}  // namespace dev
+}  // namespace taco
