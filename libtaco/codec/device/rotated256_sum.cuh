@@ -34,6 +34,7 @@ constexpr int kSumUnits = kSumDepth * kDecompressSlot + kWarps * 4 * kXposeGroup
 // Units of the exact input per tile: 32 bytes per lane each.
 template <typename T>
 constexpr int kExactUnits = (int)sizeof(T);
+static_assert(kExactUnits<float> <= 4, "rotated256SumTiles's switch takes at most four exact parts");
 
 // Back from transposedFwht's layout (positions 32a + 4t + b in v[4a + b]) to positions
 // 32t + r in v[r], through the block's buffer (row = buf + 9t, col = buf + t).
@@ -93,6 +94,15 @@ __device__ __forceinline__ bool reduceCompressBlock(const Args& a, size_t block,
     for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
   }
   return bad;
+}
+
+// Exact part E (N elements) into v, as finishSum: v + x, at K = 64 unshiftAddTop.
+template <int E, int N>
+__device__ __forceinline__ void addExactPart(float (&v)[kPerThread], const float (&f)[N], int K, bool sat) {
+  if constexpr ((E + 1) * N <= kPerThread) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[E * N + i] = K > 0 ? unshiftAddTop(v[E * N + i], f[i], sat) : v[E * N + i] + f[i];
+  }
 }
 
 // This warp's tiles (warp, warp + nWarps, ...; 4 blocks each, this lane t of block g) of
@@ -203,13 +213,12 @@ __device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp,
             memcpy(c, cw + 4 * h, 16);
             decodeChunk<16, FMT>(c, f);
           }
-          float* w = v + 16 * h;
           if (u == 0) {
 #pragma unroll
-            for (int i = 0; i < 16; ++i) w[i] = f[i] * d;
+            for (int i = 0; i < 16; ++i) v[16 * h + i] = f[i] * d;
           } else {
 #pragma unroll
-            for (int i = 0; i < 16; ++i) w[i] = w[i] + f[i] * d;
+            for (int i = 0; i < 16; ++i) v[16 * h + i] = v[16 * h + i] + f[i] * d;
           }
         }
         if (u == k - 1) {
@@ -223,17 +232,11 @@ __device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp,
         raw.c[1] = areaAt(s)[swap ^ 1];
         float f[N];
         rawToFloat<T, N>(raw, f);
-#pragma unroll
-        for (int e = 0; e < kExactUnits<T>; ++e) {  // v indexed by constants only: registers, not local memory
-          if (e != u - k) continue;
-          float* w = v + e * N;
-          if (K > 0) {
-#pragma unroll
-            for (int i = 0; i < N; ++i) w[i] = unshiftAddTop(w[i], f[i], sat);
-          } else {
-#pragma unroll
-            for (int i = 0; i < N; ++i) w[i] = w[i] + f[i];
-          }
+        switch (u - k) {  // v indexed by constants only, else it lives in local memory
+          case 0: addExactPart<0>(v, f, K, sat); break;
+          case 1: addExactPart<1>(v, f, K, sat); break;
+          case 2: addExactPart<2>(v, f, K, sat); break;
+          default: addExactPart<3>(v, f, K, sat); break;
         }
       }
       s = s + 1 == D ? 0 : s + 1;
