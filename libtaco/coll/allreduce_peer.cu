@@ -1,5 +1,6 @@
 // Host side of the peer-memory AllReduce kernels (coll/device/peer_kernels.cuh): which
-// kernel a launch takes, how many CTAs fit, and the cooperative launch.
+// kernels a chunk takes (the fused two-shot: one per phase), how many CTAs fit, and the
+// cooperative launches.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -45,61 +46,26 @@ cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
 }
 
 template <typename T>
-PeerKernel pickKernelFor(int algo, int fmt, bool rot) {
-  if (algo == tacoAlgoOneShotRaw) return peerKernelFor<T, kFmtRaw>(algo, rot);
+PeerKernel pickKernelFor(int algo, int fmt, bool rot, int phase) {
+  if (algo == tacoAlgoOneShotRaw) return peerKernelFor<T, kFmtRaw>(algo, rot, phase);
   return visitBlockFormat(fmt, PeerKernel(nullptr),
-                          [&](auto f) { return peerKernelFor<T, decltype(f)::value>(algo, rot); });
+                          [&](auto f) { return peerKernelFor<T, decltype(f)::value>(algo, rot, phase); });
 }
 
-PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype) {
+PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype, int phase) {
   switch (dtype) {
-    case tacoFloat32: return pickKernelFor<float>(algo, fmt, rot);
-    case tacoFloat16: return pickKernelFor<__half>(algo, fmt, rot);
-    case tacoBfloat16: return pickKernelFor<__nv_bfloat16>(algo, fmt, rot);
+    case tacoFloat32: return pickKernelFor<float>(algo, fmt, rot, phase);
+    case tacoFloat16: return pickKernelFor<__half>(algo, fmt, rot, phase);
+    case tacoBfloat16: return pickKernelFor<__nv_bfloat16>(algo, fmt, rot, phase);
     default: return nullptr;
   }
 }
 
-}  // namespace
-
-bool peerCodecSupported(tacoCodec_t codec) {
-  const CodecDesc* d = codecById(codec.id);
-  return d != nullptr && d->blocked && pickKernel(tacoAlgoFused, d->format, false, tacoFloat32) != nullptr;
-}
-
-int peerMaxCtasPerRank() {
-  // launchPeerAllReduce's bound (SMs x resident CTAs per SM) at its largest: as many
-  // kThreads-thread CTAs per SM as the SM's thread and block limits allow.
-  int dev = 0, threads = 0, blocks = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
-  cudaDeviceGetAttribute(&blocks, cudaDevAttrMaxBlocksPerMultiprocessor, dev);
-  (void)cudaGetLastError();
-  const int perSm = std::max(1, std::min(threads / kThreads, blocks > 0 ? blocks : 32));
-  return smCount() * perSm;
-}
-
-void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
-  L.proto = makeArgs(codec, 0, dtype);
-}
-
-cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream) {
-  const CodecDesc* d = codecById(L.proto.k.id);
-  const bool rot = L.proto.k.rotate && L.proto.k.B == 256;  // the rotated256 layout may apply
-  const PeerKernel kernel = pickKernel(L.algo, d != nullptr ? d->format : -1, rot, dtype);
-  if (kernel == nullptr) return cudaErrorInvalidValue;
+// One launch of `kernel` for L (its CTAs per rank set here).
+cudaError_t launchPeerKernel(PeerKernel kernel, const PeerLaunch& L, size_t workItems, size_t smem,
+                             cudaStream_t stream) {
   // Co-residency bound: every CTA of the launch, and of the other ranks' launches on this GPU
   // (ranksPerDevice counts them), must fit on the GPU at once.
-  // The block kernels stage tiles through shared memory (the compress, plain decompress and,
-  // for a byte per code, the multi-input sum pipelines: sumPiece; the rotated256 layout's).
-  size_t smem = 0;
-  if (L.algo != tacoAlgoOneShotRaw) {
-    smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
-    if (rot)
-      smem = std::max({smem, rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype),
-                       rotated256SumSmemBytes(dtype)});
-    if (formatInfo(d->format).stagedTiles) smem = std::max(smem, genericSumSmemBytes(dtype));
-  }
   int perSm = 0;
   cudaError_t e = residentPerSm(kernel, smem, &perSm);
   if (e != cudaSuccess) return e;
@@ -125,6 +91,55 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, Lc);
+}
+
+}  // namespace
+
+bool peerCodecSupported(tacoCodec_t codec) {
+  const CodecDesc* d = codecById(codec.id);
+  return d != nullptr && d->blocked &&
+         pickKernel(tacoAlgoFused, d->format, false, tacoFloat32, kFusedScatter) != nullptr;
+}
+
+int peerMaxCtasPerRank() {
+  // launchPeerAllReduce's bound (SMs x resident CTAs per SM) at its largest: as many
+  // kThreads-thread CTAs per SM as the SM's thread and block limits allow.
+  int dev = 0, threads = 0, blocks = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+  cudaDeviceGetAttribute(&blocks, cudaDevAttrMaxBlocksPerMultiprocessor, dev);
+  (void)cudaGetLastError();
+  const int perSm = std::max(1, std::min(threads / kThreads, blocks > 0 ? blocks : 32));
+  return smCount() * perSm;
+}
+
+void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
+  L.proto = makeArgs(codec, 0, dtype);
+}
+
+cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream) {
+  const CodecDesc* d = codecById(L.proto.k.id);
+  const bool rot = L.proto.k.rotate && L.proto.k.B == 256;  // the rotated256 layout may apply
+  const int fmt = d != nullptr ? d->format : -1;
+  // The block kernels stage tiles through shared memory (the compress, plain decompress and,
+  // for a byte per code, the multi-input sum pipelines: sumPiece; the rotated256 layout's).
+  size_t smem = 0;
+  if (L.algo != tacoAlgoOneShotRaw) {
+    smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
+    if (rot)
+      smem = std::max({smem, rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype),
+                       rotated256SumSmemBytes(dtype)});
+    if (formatInfo(d->format).stagedTiles) smem = std::max(smem, genericSumSmemBytes(dtype));
+  }
+  // The fused two-shot: a launch per phase (coll/device/peer_kernels.cuh says why).
+  const int launches = L.algo == tacoAlgoFused ? kFusedPhases : 1;
+  for (int phase = 0; phase < launches; ++phase) {
+    const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase);
+    if (kernel == nullptr) return cudaErrorInvalidValue;
+    const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, stream);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace taco

@@ -75,12 +75,16 @@ dev::PieceWire peerPieceWire(tacoCodec_t codec, size_t n, tacoDataType_t dtype);
 // one-shot: the buffer as shard 0); returns the elements of the call's largest piece.
 size_t peerLaunchGeometry(PeerLaunch& L, const PeerPlan& plan, size_t count, tacoDataType_t dtype);
 
+// The fused two-shot's phases (coll/device/peer_kernels.cuh: A, B, C), a launch each.
+enum FusedPhase { kFusedScatter = 0, kFusedReduce = 1, kFusedGather = 2, kFusedPhases = 3 };
+
 using PeerKernel = void (*)(const PeerLaunch);
-// The kernel of element type T and code format FMT for (algo, rotated256 layout); FMT
-// kFmtRaw holds the raw one-shot. nullptr if none. Instantiated per (T, FMT) in the
-// translation units that CMakeLists.txt makes of coll/peer_kernels.cu.in.
+// The kernel of element type T and code format FMT for (algo, rotated256 layout, the fused
+// two-shot's phase: kFused*, ignored by the one-shots); FMT kFmtRaw holds the raw
+// one-shot. nullptr if none. Instantiated per (T, FMT) in the translation units that
+// CMakeLists.txt makes of coll/peer_kernels.cu.in.
 template <typename T, int FMT>
-PeerKernel peerKernelFor(int algo, bool rot);
+PeerKernel peerKernelFor(int algo, bool rot, int phase);
 
 // The most CTAs one rank's launch can have on the current device (the grid NCCL's LSA
 // barriers are reserved for; coll/allreduce_peer.cu).

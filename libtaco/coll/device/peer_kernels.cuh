@@ -1,6 +1,6 @@
 // The peer-memory AllReduce kernels: fused two-shot and one-shot (compressed or raw).
-// A launch runs one chunk of the call (coll/peer_plan.h), an epoch with its half of the
-// scratch by epoch parity.
+// A chunk of the call (coll/peer_plan.h) is an epoch with its half of the scratch by epoch
+// parity: one launch for the one-shot, one launch per phase (A, B, C) for the fused two-shot.
 // The host side, which picks and launches them, is coll/allreduce_peer.cu; each element
 // type and group of code formats is instantiated in a translation unit of its own (made from
 // coll/peer_kernels.cu.in), so that they compile in parallel.
@@ -28,6 +28,8 @@
 // launches sized to be resident), in place safe: the argument is in docs/design.md §5.
 #pragma once
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include "coll/peer_launch.h"
 #include "coll/device/peer_sync.cuh"
@@ -256,59 +258,89 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
   }
 }
 
-// A launch runs one chunk. A loop over a call's chunks in one launch was tried: whatever
-// the loop, ptxas's allocation of the rotated codecs' kernels (their tile loops just fit
-// the 128 registers of two CTAs per SM) spilled 8 KB of code instead of 0.7 KB, and `taco`
-// ran 1.6-1.9x slower (docs/results.md).
+// Launches and registers. The rotated codecs' tile loops just fit the 128 registers of two
+// CTAs per SM, and ptxas spills where a kernel holds more than one of them: a loop over a
+// call's chunks in one launch spilled 8 KB of code (`taco` 1.6-1.9x slower), the fused
+// two-shot's three phases in one kernel ~1 KB (1.1-1.35x slower than a launch per phase;
+// docs/results.md). So a launch runs one chunk, and the fused two-shot a launch per phase,
+// each kernel spill-free: a phase waits for the previous one of every rank through the
+// flags, as within one launch, and the kernel boundary is the drain the phase had anyway.
 
-// The launch's chunk of the fused two-shot (phases A, B, C above). False when a wait gave up.
-template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool fusedChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e) {
+// Phase PH (kFused*: A, B, C above) of the launch's chunk of the fused two-shot.
+template <typename T, int FMT, bool ROT, int PH>
+__device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   const Chunk ch = chunkOf(L, e);
   const int r = w.rank, P = L.P;
   const char* send = static_cast<const char*>(L.send[w.group]);
   char* recv = static_cast<char*>(L.recv[w.group]);
   constexpr size_t eb = sizeof(T);
-  forPeerPieces(  // A. compress the peers' pieces into their scratch
-      sp, L, w, ch,
-      [&](Args& a, int j) {
-        a.x = send + pieceOff(L, j, ch) * eb;
-        a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, ch.parity, r));
-      },
-      [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
-  peer::markPhaseEnd(L, kTimelineEndA);
-  peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
-  if (!peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag, e.guard)) return false;
-  peer::mark(L, kTimelineWait0);
-  if (!pieceEmpty(L, r, ch)) {  // B. reduce our piece
-    const bool ok = preparePiece(sp[0], L, r, ch, [&](Args& a) {
-      for (int j = 0; j < P; ++j)
-        if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, ch.parity, j);
-      a.x = send + pieceOff(L, r, ch) * eb;
-      a.y = recv + pieceOff(L, r, ch) * eb;
-      a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, r));
-    });
-    sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, ok);
+  if constexpr (PH == kFusedScatter) {
+    forPeerPieces(  // A. compress the peers' pieces into their scratch
+        sp, L, w, ch,
+        [&](Args& a, int j) {
+          a.x = send + pieceOff(L, j, ch) * eb;
+          a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, ch.parity, r));
+        },
+        [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
+    peer::markPhaseEnd(L, kTimelineEndA);
+    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
+  } else if constexpr (PH == kFusedReduce) {
+    if (!peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag, e.guard)) return;
+    peer::mark(L, kTimelineWait0);
+    if (!pieceEmpty(L, r, ch)) {  // B. reduce our piece
+      const bool ok = preparePiece(sp[0], L, r, ch, [&](Args& a) {
+        for (int j = 0; j < P; ++j)
+          if (j != r) a.in.ptr[a.in.n++] = slotOf(L, r, ch.parity, j);
+        a.x = send + pieceOff(L, r, ch) * eb;
+        a.y = recv + pieceOff(L, r, ch) * eb;
+        a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, r));
+      });
+      sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, ok);
+    }
+    peer::markPhaseEnd(L, kTimelineEndB);
+    peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0);
+  } else {
+    static_assert(PH == kFusedGather, "a fused kernel runs one phase");
+    if (!peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag, e.guard)) return;
+    peer::mark(L, kTimelineWait1);
+    forPeerPieces(  // C. decode the peers' reduced pieces
+        sp, L, w, ch,
+        [&](Args& a, int j) {
+          a.in.ptr[a.in.n++] = slotOf(L, j, ch.parity, j);
+          a.y = recv + pieceOff(L, j, ch) * eb;
+        },
+        [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
   }
-  peer::markPhaseEnd(L, kTimelineEndB);
-  peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0);
-  if (!peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag, e.guard)) return false;
-  peer::mark(L, kTimelineWait1);
-  forPeerPieces(  // C. decode the peers' reduced pieces
-      sp, L, w, ch,
-      [&](Args& a, int j) {
-        a.in.ptr[a.in.n++] = slotOf(L, j, ch.parity, j);
-        a.y = recv + pieceOff(L, j, ch) * eb;
-      },
-      [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
-  return true;
 }
 
-// The launch's chunk of the one-shot. False when the wait gave up.
+// ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
+// tile functions too (a kernel of its own: they need more registers than the generic path).
+// A waiting phase that gives up (abort, timeout) returns early; the next ones see the rank's
+// failed word and give up too, and the last phase still ends the chunk's epoch.
+template <typename T, int FMT, bool ROT, int PH>
+__global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
+  const Who w = who(L);
+  if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
+  const RankEpoch e = rankEpoch(L, w.rank);
+  if (PH == kFusedScatter) peer::markStart(L, w.rank);
+  __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
+  fusedPhase<T, FMT, ROT, PH>(sp, L, w, e);
+  if (PH == kFusedGather) {
+    peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
+    peer::mark(L, kTimelineEnd);
+  }
+}
+
+// The one-shot, both phases of the launch's chunk in one launch (small messages want one).
 template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e) {
-  const Chunk ch = chunkOf(L, e);
+__global__ void __launch_bounds__(kThreads, 2) peerOneShotKernel(const PeerLaunch L) {
+  const Who w = who(L);
   const int r = w.rank, P = L.P;
+  if (r == L.skipRank) return;  // fault injection: this rank never arrives
+  const RankEpoch e = rankEpoch(L, r);
+  const Chunk ch = chunkOf(L, e);
+  peer::markStart(L, r);
+  __shared__ PieceArgs sp[1];
   const size_t off = pieceOff(L, 0, ch) * sizeof(T);
   (void)preparePiece(sp[0], L, 0, ch, [&](Args& a) {
     a.x = static_cast<const char*>(L.send[w.group]) + off;
@@ -317,27 +349,14 @@ __device__ __forceinline__ bool oneShotChunk(PieceArgs* sp, const PeerLaunch& L,
   compressPiece<T, FMT, ROT>(sp[0].a, w);
   peer::markPhaseEnd(L, kTimelineEndA);
   peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
-  if (!peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) return false;
-  peer::mark(L, kTimelineWait0);
-  const bool ok = preparePiece(sp[0], L, 0, ch, [&](Args& a) {
-    for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, ch.parity, 0);
-    a.y = static_cast<char*>(L.recv[w.group]) + off;
-  });
-  sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, ok);
-  return true;
-}
-
-// ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
-// tile functions too (a kernel of its own: they need more registers than the generic path).
-template <typename T, int FMT, bool ROT>
-__global__ void __launch_bounds__(kThreads, 2) peerBlockKernel(const PeerLaunch L) {
-  const Who w = who(L);
-  if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
-  const RankEpoch e = rankEpoch(L, w.rank);
-  peer::markStart(L, w.rank);
-  __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
-  if (L.algo == tacoAlgoFused) fusedChunk<T, FMT, ROT>(sp, L, w, e);
-  else oneShotChunk<T, FMT, ROT>(sp, L, w, e);
+  if (peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) {
+    peer::mark(L, kTimelineWait0);
+    const bool ok = preparePiece(sp[0], L, 0, ch, [&](Args& a) {
+      for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, ch.parity, 0);
+      a.y = static_cast<char*>(L.recv[w.group]) + off;
+    });
+    sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, ok);
+  }
   peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
   peer::mark(L, kTimelineEnd);
 }
@@ -378,14 +397,26 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
 // Instantiated per element type and code format (kFmtRaw: the raw one-shot) in the translation
 // units that CMakeLists.txt makes of coll/peer_kernels.cu.in.
 template <typename T, int FMT>
-PeerKernel peerKernelFor(int algo, bool rot) {
+PeerKernel peerKernelFor(int algo, bool rot, int phase) {
   using namespace peer;
   if constexpr (FMT == kFmtRaw) {
     return algo == tacoAlgoOneShotRaw ? peerRawKernel<T> : nullptr;
-  } else if constexpr (kRotated256Format<FMT>) {
-    return rot ? peerBlockKernel<T, FMT, true> : peerBlockKernel<T, FMT, false>;
   } else {
-    return peerBlockKernel<T, FMT, false>;
+    auto pick = [&](auto r) -> PeerKernel {
+      constexpr bool R = decltype(r)::value;
+      if (algo == tacoAlgoOneShot) return peerOneShotKernel<T, FMT, R>;
+      if (algo != tacoAlgoFused) return nullptr;
+      switch (phase) {
+        case kFusedScatter: return peerFusedKernel<T, FMT, R, kFusedScatter>;
+        case kFusedReduce: return peerFusedKernel<T, FMT, R, kFusedReduce>;
+        case kFusedGather: return peerFusedKernel<T, FMT, R, kFusedGather>;
+        default: return nullptr;
+      }
+    };
+    if constexpr (kRotated256Format<FMT>) {
+      if (rot) return pick(std::true_type{});
+    }
+    return pick(std::false_type{});
   }
 }
 
