@@ -78,7 +78,7 @@ typedef enum {
   tacoAlgoAuto = 0,
   tacoAlgoPlain = 1,      /* the transport's uncompressed AllReduce (NCCL's) */
   tacoAlgoStaged = 2,     /* two-shot: codec kernels around the transport's send/recv (any transport) */
-  tacoAlgoFused = 3,      /* two-shot in one kernel on peer memory (NVLink, loopback) */
+  tacoAlgoFused = 3,      /* two-shot on peer memory, a kernel per phase (NVLink, loopback) */
   tacoAlgoOneShot = 4,    /* every rank sums every rank's compressed input, on peer memory */
   tacoAlgoOneShotRaw = 5, /* the same with uncompressed inputs (latency-bound sizes) */
   tacoNumAlgos = 6
