@@ -20,8 +20,8 @@ namespace {
 
 // Per-device attributes, queried once per device.
 int deviceAttribute(cudaDeviceAttr attr, int fallback) {
-  static int cache[64][2] = {};
-  const int slot = attr == cudaDevAttrMultiProcessorCount ? 0 : 1;
+  static int cache[64][3] = {};
+  const int slot = attr == cudaDevAttrMultiProcessorCount ? 0 : attr == cudaDevAttrL2CacheSize ? 1 : 2;
   int device = 0;
   cudaGetDevice(&device);
   if (device < 0 || device >= 64) return fallback;
@@ -37,6 +37,7 @@ int deviceAttribute(cudaDeviceAttr attr, int fallback) {
 
 int smCount() { return deviceAttribute(cudaDevAttrMultiProcessorCount, 132); }
 size_t l2Bytes() { return (size_t)deviceAttribute(cudaDevAttrL2CacheSize, 50 << 20); }
+int computeCapabilityMajor() { return deviceAttribute(cudaDevAttrComputeCapabilityMajor, 8); }
 
 cudaError_t allowSharedMemory(const void* kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;

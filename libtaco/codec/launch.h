@@ -62,6 +62,7 @@ bool aligned16(const void* p);
 // Of the current device, queried once per device.
 int smCount();
 size_t l2Bytes();
+int computeCapabilityMajor();
 
 // Dynamic shared memory per CTA (kThreads threads) of the staged pipelines for
 // inputs / outputs of `dtype`: genericCompressTiles (device/block_compress.cuh),

@@ -203,8 +203,11 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));
     TACO_CHECK(peerTimelineCreate(comms[i]));
   }
-  if (pms[0] != nullptr)
-    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank", c0->rank, P, pms[0]->route, bytes);
+  if (pms[0] != nullptr) {
+    const int perDevice = std::max(pms[0]->ranksPerDevice, n);  // as runPeerSteps launches
+    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank; fused phases launch %s", c0->rank, P,
+              pms[0]->route, bytes, peerLaunchesEarly(perDevice, n) ? "early" : "after the previous kernel's end");
+  }
   return tacoSuccess;
 }
 

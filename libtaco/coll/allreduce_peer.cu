@@ -1,6 +1,6 @@
 // Host side of the peer-memory AllReduce kernels (coll/device/peer_kernels.cuh): which
 // kernels a chunk takes (the fused two-shot: one per phase), how many CTAs fit, and the
-// cooperative launches.
+// launches (cooperative, or early: programmatic dependent launch).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -14,6 +14,7 @@
 #include "codec/codec.h"
 #include "codec/device/args.h"
 #include "codec/launch.h"
+#include "core/params.h"
 
 namespace taco {
 namespace {
@@ -61,8 +62,9 @@ PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype, int pha
   }
 }
 
-// One launch of `kernel` for L (its CTAs per rank set here).
-cudaError_t launchPeerKernel(PeerKernel kernel, const PeerLaunch& L, size_t workItems, size_t smem,
+// One launch of `kernel` for L (its CTAs per rank set here): cooperative, or with `early`
+// launched before the previous kernel in the stream ends (coll/device/peer_kernels.cuh).
+cudaError_t launchPeerKernel(PeerKernel kernel, const PeerLaunch& L, size_t workItems, size_t smem, bool early,
                              cudaStream_t stream) {
   // Co-residency bound: every CTA of the launch, and of the other ranks' launches on this GPU
   // (ranksPerDevice counts them), must fit on the GPU at once.
@@ -85,9 +87,17 @@ cudaError_t launchPeerKernel(PeerKernel kernel, const PeerLaunch& L, size_t work
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
+  // A phase of the fused two-shot waits only on other kernels (the previous phase of every
+  // rank), never on a CTA of its own launch, so it needs no cooperative launch; the
+  // one-shots wait within their launch, across its rank groups, and do.
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
+  if (early) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+  } else {
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+  }
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, Lc);
@@ -113,6 +123,10 @@ int peerMaxCtasPerRank() {
   return smCount() * perSm;
 }
 
+bool peerLaunchesEarly(int ranksPerDevice, int nLocal) {
+  return envParams().peerEarlyLaunch != 0 && ranksPerDevice == nLocal && computeCapabilityMajor() >= 9;
+}
+
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
   L.proto = makeArgs(codec, 0, dtype);
 }
@@ -131,12 +145,17 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
                        rotated256SumSmemBytes(dtype)});
     if (formatInfo(d->format).stagedTiles) smem = std::max(smem, genericSumSmemBytes(dtype));
   }
-  // The fused two-shot: a launch per phase (coll/device/peer_kernels.cuh says why).
-  const int launches = L.algo == tacoAlgoFused ? kFusedPhases : 1;
+  // The fused two-shot: a launch per phase (coll/device/peer_kernels.cuh says why), each
+  // launched early (TACO_PEER_EARLY_LAUNCH, sm_90) where this launch's ranks are all the
+  // ranks on the GPU: early CTAs that wait in the SM slots must not keep another process's
+  // rank, whose arrival they wait for, out of them.
+  const bool fused = L.algo == tacoAlgoFused;
+  const bool early = fused && peerLaunchesEarly(L.ranksPerDevice, L.nLocal);
+  const int launches = fused ? kFusedPhases : 1;
   for (int phase = 0; phase < launches; ++phase) {
     const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase);
     if (kernel == nullptr) return cudaErrorInvalidValue;
-    const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, stream);
+    const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, early, stream);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

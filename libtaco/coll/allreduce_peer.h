@@ -29,6 +29,11 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op);
 // True when the peer kernels support this codec (block codecs); raw one-shot takes any.
 bool peerCodecSupported(tacoCodec_t codec);
 
+// Whether the fused two-shot's phase kernels launch early (TACO_PEER_EARLY_LAUNCH, sm_90),
+// for a launch that drives nLocal of the ranksPerDevice ranks on its GPU: only when it
+// drives them all (coll/device/peer_kernels.cuh says why).
+bool peerLaunchesEarly(int ranksPerDevice, int nLocal);
+
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype);
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t threadsWanted, tacoDataType_t dtype,
                                 cudaStream_t stream);

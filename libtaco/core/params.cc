@@ -80,6 +80,13 @@ bool parseNonNegative(const char* s, int* out) {
   return true;
 }
 
+// "0" or "1".
+bool parseSwitch(const char* s, int* out) {
+  if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0) return false;
+  *out = s[0] - '0';
+  return true;
+}
+
 // A rank number, or -1.
 int parseRank(const char* s) {
   int r = -1;
@@ -116,6 +123,11 @@ const EnvParam kParams[] = {
      "nccl or ipc (that route only, for testing; nccl is also tried at one rank)",
      "0, 1, loopback, nccl or ipc",
      [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
+    {"TACO_PEER_EARLY_LAUNCH", "1",
+     "the fused AllReduce's phase kernels launch while the previous phase ends (programmatic dependent launch, "
+     "sm_90 and later, where one process drives every rank on its GPU); 0: each launches after the previous "
+     "kernel's end",
+     "0 or 1", [](const char* v, EnvParams* p) { return parseSwitch(v, &p->peerEarlyLaunch); }},
     {"TACO_PEER_TIMELINE", "0",
      "diagnostic: the peer-memory kernels record when each CTA reaches each phase; 1 prints the last launch's "
      "timeline to stderr when the communicator is destroyed, N > 1 also after every N-th launch (synchronizing "

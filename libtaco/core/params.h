@@ -18,6 +18,7 @@ struct EnvParams {
   int algo;               // TACO_ALGO             tacoAlgo_t forced for AllReduce (tacoAlgoAuto: pick)
   double waitTimeoutS;    // TACO_WAIT_TIMEOUT_S   a peer-memory kernel gives up waiting after this
   int peerMemory;         // TACO_PEER_MEMORY      a PeerMemoryMode
+  int peerEarlyLaunch;    // TACO_PEER_EARLY_LAUNCH 1: the fused two-shot's phase kernels launch early (sm_90)
   int peerTimeline;       // TACO_PEER_TIMELINE    0 off; 1 print the peer kernels' last launch at destroy;
                           //                       N > 1 also after every N-th launch (coll/peer_timeline_buffer.h)
   int tune;               // TACO_TUNE             a TuneMode: when the AllReduce table is measured (coll/tune.h)

@@ -151,8 +151,9 @@ def test_peer_graph_capture_replays(taco, torch, algo):
 
 
 def test_two_worlds_two_streams(taco, torch):
-    """Two loopback worlds driven on two streams at once, 20 calls each, interleaved: each
-    launch is cooperative (all its CTAs resident or none), so neither can starve the other."""
+    """Two loopback worlds driven on two streams at once, 20 calls each, interleaved: the
+    one-shot's launches are cooperative (all its CTAs resident or none) and the fused phases
+    wait only on kernels launched before them, so neither world can starve the other."""
     P, count = 4, (1 << 22) + 9
     parts = parts_for(P, count, BF16, seed=31)
     wa = world(taco, P, "fp8-block", algo="fused", chunk_bytes=1 << 22)
@@ -179,6 +180,67 @@ def test_two_worlds_two_streams(taco, torch):
     finally:
         close_all(wa)
         close_all(wb)
+
+
+_EARLY_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np, torch, taco, taco.comm
+    out = sys.argv[1]
+    P, count = 4, 3 * (1 << 20) + 17
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    xs = [torch.randn(count, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(P)]
+    res = {}
+    for algo in ("staged", "fused"):
+        # a small chunk: several chunks (launch triples) per call, back to back
+        comms = taco.comm.loopback(P, codec="taco", algo=algo, fallback_bytes=0, chunk_bytes=1 << 20)
+        outs = []
+        for _ in range(3):  # calls back to back: each call's scatter follows the last one's gather
+            with taco.comm.group():
+                outs = [c.allreduce(x) for c, x in zip(comms, xs)]
+        s = torch.cuda.Stream()
+        ys = [torch.empty_like(x) for x in xs]
+        g = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g, stream=s):
+            with taco.comm.group():
+                for c, x, y in zip(comms, xs, ys):
+                    c.allreduce(x, out=y, stream=s)
+        for _ in range(5):
+            for y in ys:
+                y.zero_()
+            g.replay()
+        torch.cuda.synchronize()
+        res[algo] = [o.view(torch.int16).cpu().numpy() for o in outs]
+        res[algo + "_graph"] = [y.view(torch.int16).cpu().numpy() for y in ys]
+        for c in comms:
+            c.close()
+    np.savez(out, **{k + str(r): v[r] for k, v in res.items() for r in range(P)})
+    print("OK")
+""")
+
+
+def test_fused_early_launch_same_bits(tmp_path):
+    """TACO_PEER_EARLY_LAUNCH on (the default) and off: the log says which launch the fused
+    phases take, and both give the staged two-shot's bits on every rank, eager (several chunks
+    per call, calls back to back) and replayed from a CUDA graph."""
+    import torch  # noqa: F401 (the script it runs needs it; missing, it is a failure)
+    script = tmp_path / "early.py"
+    script.write_text(_EARLY_SCRIPT)
+    got = {}
+    for flag, says in (("1", "fused phases launch early"), ("0", "fused phases launch after")):
+        env = dict(os.environ, TACO_PEER_EARLY_LAUNCH=flag, TACO_DEBUG="INFO")
+        out = tmp_path / f"early{flag}.npz"
+        res = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr[-4000:]
+        assert says in res.stderr, res.stderr[-4000:]
+        got[flag] = dict(np.load(out))
+    for flag, arrays in got.items():
+        for key, v in arrays.items():
+            if key.startswith("fused"):
+                want = arrays["staged" + key[len("fused"):]]
+                assert np.array_equal(v, want), f"TACO_PEER_EARLY_LAUNCH={flag}: {key} differs from staged"
+            assert np.array_equal(v, got["1"][key]), f"{key}: early launch on and off differ"
 
 
 _HANG_SCRIPT = textwrap.dedent("""

@@ -15,6 +15,7 @@ int main() {
   unsetenv("TACO_CHECK_CONSISTENCY");
   unsetenv("TACO_NCCL_LIBRARY");
   unsetenv("TACO_PEER_TIMELINE");
+  unsetenv("TACO_PEER_EARLY_LAUNCH");
   unsetenv("TACO_PEER_MEMORY");
   unsetenv("TACO_TUNE");
   unsetenv("TACO_TUNE_FILE");
@@ -120,6 +121,20 @@ int main() {
   }
   TEST_ASSERT_EQ_INT(timelineRows, 1);
   TEST_ASSERT_EQ_INT(p.peerTimeline, 0);
+
+  // TACO_PEER_EARLY_LAUNCH: on by default, 0 or 1; a malformed value leaves what it parsed into alone.
+  int earlyRows = 0;
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(table[i].name, "TACO_PEER_EARLY_LAUNCH") != 0) continue;
+    ++earlyRows;
+    taco::EnvParams q{};
+    TEST_ASSERT(table[i].parse(table[i].defaultValue, &q) && q.peerEarlyLaunch == 1);
+    TEST_ASSERT(table[i].parse("0", &q) && q.peerEarlyLaunch == 0);
+    for (const char* bad : {"2", "-1", "yes", "01", " 1"})
+      TEST_ASSERT_MSG(!table[i].parse(bad, &q) && q.peerEarlyLaunch == 0, "'%s' parsed", bad);
+  }
+  TEST_ASSERT_EQ_INT(earlyRows, 1);
+  TEST_ASSERT_EQ_INT(p.peerEarlyLaunch, 1);
 
   // Algorithm names round-trip, and TACO_ALGO takes exactly the names the library gives
   // (tacoAlgoName, from libtaco.so): no other spelling.

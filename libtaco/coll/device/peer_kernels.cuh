@@ -265,6 +265,21 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // docs/results.md). So a launch runs one chunk, and the fused two-shot a launch per phase,
 // each kernel spill-free: a phase waits for the previous one of every rank through the
 // flags, as within one launch, and the kernel boundary is the drain the phase had anyway.
+//
+// Early launch (programmatic dependent launch, where coll/allreduce_peer.cu asks for it):
+// each phase lets the next kernel in the stream launch as soon as all of its CTAs run, so
+// the next phase's CTAs take the SM slots the moment this phase's CTAs leave them, instead
+// of after the kernel's end, the launch and the ramp. What orders the phases is what
+// ordered them within one launch, the flags; gridDependencyWait keeps the rest:
+//  - A waits for the previous kernel (the last chunk's or call's C) before it reads the
+//    epoch, and only then lets B launch; B and C read the epoch at their start, which the
+//    chunk's own C advances only at its end: every phase of a chunk sees the same epoch.
+//  - B and C wait for their predecessor before they end, so that a phase's end implies
+//    the ends of those before it: the work after the call in the stream (which waits for
+//    C's end) runs after all three, as without early launch.
+// The early CTAs of a phase wait on its flags in SM slots the previous phase no longer
+// uses, so nothing else may need those slots to make progress: early launch is only
+// asked for where this launch's ranks are all the ranks on the GPU.
 
 // Phase PH (kFused*: A, B, C above) of the launch's chunk of the fused two-shot.
 template <typename T, int FMT, bool ROT, int PH>
@@ -319,16 +334,20 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
 // failed word and give up too, and the last phase still ends the chunk's epoch.
 template <typename T, int FMT, bool ROT, int PH>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
-  const Who w = who(L);
-  if (w.rank == L.skipRank) return;  // fault injection: this rank never arrives
-  const RankEpoch e = rankEpoch(L, w.rank);
-  if (PH == kFusedScatter) peer::markStart(L, w.rank);
+  if (PH == kFusedScatter) peer::gridDependencyWait();  // the epoch the previous chunk set (early launch)
+  peer::launchDependents();
   __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
-  fusedPhase<T, FMT, ROT, PH>(sp, L, w, e);
-  if (PH == kFusedGather) {
-    peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
-    peer::mark(L, kTimelineEnd);
+  const Who w = who(L);
+  if (w.rank != L.skipRank) {  // fault injection: a skipped rank never arrives
+    const RankEpoch e = rankEpoch(L, w.rank);
+    if (PH == kFusedScatter) peer::markStart(L, w.rank);
+    fusedPhase<T, FMT, ROT, PH>(sp, L, w, e);
+    if (PH == kFusedGather) {
+      peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
+      peer::mark(L, kTimelineEnd);
+    }
   }
+  if (PH != kFusedScatter) peer::gridDependencyWait();  // our end implies the previous phases' (early launch)
 }
 
 // The one-shot, both phases of the launch's chunk in one launch (small messages want one).

@@ -146,6 +146,22 @@ __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, in
   }
 }
 
+// Programmatic dependent launch (sm_90; both are no-ops in a launch that did not ask for it,
+// coll/allreduce_peer.cu). gridDependencyWait: the previous kernel in the stream has
+// completed and its stores are visible. launchDependents: the next kernel in the stream may
+// launch once every CTA of this one has called it (or exited); it still waits for this one
+// wherever it calls gridDependencyWait.
+__device__ __forceinline__ void gridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void launchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Every thread of the CTA calls it last: the rank's last CTA sets the epoch to `next` (the
 // next launch reads it; the kernel boundary orders the two, so a lone CTA needs no count).
 __device__ __forceinline__ void ctaFinish(char* scratch, int ctas, uint32_t next) {
