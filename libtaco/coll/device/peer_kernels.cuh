@@ -267,10 +267,13 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // flags, as within one launch, and the kernel boundary is the drain the phase had anyway.
 //
 // Early launch (programmatic dependent launch, where coll/allreduce_peer.cu asks for it):
-// each phase lets the next kernel in the stream launch as soon as all of its CTAs run, so
-// the next phase's CTAs take the SM slots the moment this phase's CTAs leave them, instead
-// of after the kernel's end, the launch and the ramp. What orders the phases is what
-// ordered them within one launch, the flags; gridDependencyWait keeps the rest:
+// a phase lets the next kernel in the stream launch before it ends, so the next phase's
+// CTAs take the SM slots the moment this phase's CTAs leave them, instead of after the
+// kernel's end, the launch and the ramp. B and C let it launch at their start (C: the next
+// chunk's A, whose CTAs wait in gridDependencyWait); A only once each CTA's work is done:
+// B's CTAs, waiting on their flags in the slots of A's first CTAs to finish, made A's last
+// ones slower (measured, docs/results.md). What orders the phases is what ordered them
+// within one launch, the flags; gridDependencyWait keeps the rest:
 //  - A waits for the previous kernel (the last chunk's or call's C) before it reads the
 //    epoch, and only then lets B launch; B and C read the epoch at their start, which the
 //    chunk's own C advances only at its end: every phase of a chunk sees the same epoch.
@@ -335,7 +338,7 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
 template <typename T, int FMT, bool ROT, int PH>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
   if (PH == kFusedScatter) peer::gridDependencyWait();  // the epoch the previous chunk set (early launch)
-  peer::launchDependents();
+  else peer::launchDependents();
   __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
   const Who w = who(L);
   if (w.rank != L.skipRank) {  // fault injection: a skipped rank never arrives
@@ -347,7 +350,8 @@ __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch 
       peer::mark(L, kTimelineEnd);
     }
   }
-  if (PH != kFusedScatter) peer::gridDependencyWait();  // our end implies the previous phases' (early launch)
+  if (PH == kFusedScatter) peer::launchDependents();  // B launches once our work is done (see above)
+  else peer::gridDependencyWait();  // our end implies the previous phases' (early launch)
 }
 
 // The one-shot, both phases of the launch's chunk in one launch (small messages want one).
