@@ -182,9 +182,10 @@ def test_two_worlds_two_streams(taco, torch):
         close_all(wb)
 
 
-_EARLY_SCRIPT = textwrap.dedent("""
-    import sys
+# tests/gpu on the script's path, for loopback_world's helpers.
+_EARLY_SCRIPT = f"import sys\nsys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n" + textwrap.dedent("""
     import numpy as np, torch, taco, taco.comm
+    from loopback_world import capture_allreduce
     out = sys.argv[1]
     P, count = 4, 3 * (1 << 20) + 17
     gen = torch.Generator(device="cuda").manual_seed(7)
@@ -197,14 +198,7 @@ _EARLY_SCRIPT = textwrap.dedent("""
         for _ in range(3):  # calls back to back: each call's scatter follows the last one's gather
             with taco.comm.group():
                 outs = [c.allreduce(x) for c, x in zip(comms, xs)]
-        s = torch.cuda.Stream()
-        ys = [torch.empty_like(x) for x in xs]
-        g = torch.cuda.CUDAGraph()
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g, stream=s):
-            with taco.comm.group():
-                for c, x, y in zip(comms, xs, ys):
-                    c.allreduce(x, out=y, stream=s)
+        g, ys = capture_allreduce(taco, torch, comms, xs, torch.cuda.Stream())
         for _ in range(5):
             for y in ys:
                 y.zero_()
