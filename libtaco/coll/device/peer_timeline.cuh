@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "coll/allreduce_peer.h"
+#include "coll/peer_launch.h"
 #include "coll/peer_timeline.h"
 
 namespace taco {
