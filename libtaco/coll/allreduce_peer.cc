@@ -34,6 +34,11 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op) {
   return tacoSuccess;
 }
 
+bool peerCommLaunchesEarly(const tacoComm* c, int nLocal) {
+  // runPeerSteps's ranksPerDevice: at least the ranks of the launch
+  return c->peer != nullptr && peerLaunchesEarly(std::max(c->peer->ranksPerDevice, nLocal), nLocal);
+}
+
 tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
   TACO_CHECK(peerCheckHealthy(c, "tacoAllReduce"));
   Schedule sched;
@@ -88,7 +93,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   L.P = c0->nranks;
   L.nLocal = (int)n;
   L.oneGpu = L.nLocal == L.P;
-  L.ranksPerDevice = pm->ranksPerDevice > L.nLocal ? pm->ranksPerDevice : L.nLocal;
+  L.ranksPerDevice = std::max(pm->ranksPerDevice, L.nLocal);  // as peerCommLaunchesEarly
   for (size_t i = 0; i < n; ++i) {
     L.localRank[i] = comms[i]->rank;
     L.send[i] = steps[i]->in;
@@ -203,11 +208,9 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));
     TACO_CHECK(peerTimelineCreate(comms[i]));
   }
-  if (pms[0] != nullptr) {
-    const int perDevice = std::max(pms[0]->ranksPerDevice, n);  // as runPeerSteps launches
+  if (pms[0] != nullptr)
     TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank; fused phases launch %s", c0->rank, P,
-              pms[0]->route, bytes, peerLaunchesEarly(perDevice, n) ? "early" : "after the previous kernel's end");
-  }
+              pms[0]->route, bytes, peerCommLaunchesEarly(c0, n) ? "early" : "after the previous kernel's end");
   return tacoSuccess;
 }
 

@@ -34,6 +34,10 @@ bool peerCodecSupported(tacoCodec_t codec);
 // drives them all (coll/device/peer_kernels.cuh says why).
 bool peerLaunchesEarly(int ranksPerDevice, int nLocal);
 
+// The same for communicator c's fused calls, driven with nLocal - 1 others from one thread
+// (a loopback world: all its ranks); false without peer memory.
+bool peerCommLaunchesEarly(const tacoComm* c, int nLocal);
+
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype);
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t threadsWanted, tacoDataType_t dtype,
                                 cudaStream_t stream);

@@ -257,7 +257,8 @@ std::string tuneKey(const TuneFingerprint& f) {
   return "gpu=" + gpu + ";sms=" + std::to_string(f.sms) + ";ranks=" + std::to_string(f.ranks) +
          ";per_host=" + std::to_string(f.ranksPerHost) + ";route=" + f.route + ";nccl=" + std::to_string(f.nccl) +
          ";taco=" + std::to_string(f.taco) + ";codec=" + f.codec + ";dtype=" + f.dtype +
-         ";chunk=" + std::to_string(f.chunkBytes) + ";depth=" + std::to_string(f.depth);
+         ";chunk=" + std::to_string(f.chunkBytes) + ";depth=" + std::to_string(f.depth) +
+         ";early=" + std::to_string(f.early);
 }
 
 std::string tuneCachePath() {

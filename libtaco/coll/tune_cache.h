@@ -33,9 +33,10 @@ struct TuneFingerprint {
   std::string dtype;     // "float32", "float16", "bfloat16"
   size_t chunkBytes = 0;
   int depth = 0;         // pipeline depth (the staged path's streams)
+  int early = 0;         // 1: the fused phases launch early (TACO_PEER_EARLY_LAUNCH, peerCommLaunchesEarly)
 };
 
-// "gpu=...;sms=...;ranks=...;per_host=...;route=...;nccl=...;taco=...;codec=...;dtype=...;chunk=...;depth=..."
+// "gpu=...;sms=...;ranks=...;per_host=...;route=...;nccl=...;taco=...;codec=...;dtype=...;chunk=...;depth=...;early=..."
 std::string tuneKey(const TuneFingerprint& f);
 
 // The file: TACO_TUNE_FILE when set, else $XDG_CACHE_HOME/taco/tune.json, else

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "coll/allreduce_peer.h"
 #include "coll/allreduce_run.h"
 #include "coll/peer_plan.h"
 #include "coll/peer_resize.h"
@@ -91,6 +92,7 @@ tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) 
   f->codec = codecSpecOf(c->codec);
   f->chunkBytes = c->config.chunkBytes;
   f->depth = c->depth;
+  f->early = peerCommLaunchesEarly(c, n) ? 1 : 0;
   return tacoSuccess;
 }
 
