@@ -157,7 +157,14 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
       }
     }
     uint8_t c[V];
-    encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
+    if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kReduceCompress) {
+      uint32_t w[V / 4];  // the words that are stored, as in compress: no bytes taken apart and put back
+#pragma unroll
+      for (int q = 0; q < V / 4; ++q) w[q] = encodeWord<FMT>(&v[j * V + 4 * q], qs.inv);
+      memcpy(c, w, V);
+    } else {
+      encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
+    }
     if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
     if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
   }

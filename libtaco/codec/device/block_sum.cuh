@@ -76,17 +76,20 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, float d, flo
 // group's against it. Where a later group's is larger (only at the extremes of the
 // range: block_math.h, decodeShift) the warp sums the tile again with the general
 // loads, as generalTiles does, and so it does tiles not wholly inside `count`.
-template <typename T, int MODE, int FMT>
+// SMEM_ARGS: `a` is in shared memory; the loop takes its fields into registers (scalarsOf).
+template <typename T, int MODE, int FMT, bool SMEM_ARGS = false>
 __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                                 int groupsPerWarp, int groupInWarp, int t) {
+  const Args copy = SMEM_ARGS ? scalarsOf(a) : Args{};
+  const Args& r = SMEM_ARGS ? copy : a;  // every field but the input pointers (a.in.ptr)
   constexpr int D = Stage<T>::kSumDepth, G = Stage<T>::kSumGroup, V = Vec<T>::V, NCH = Vec<T>::NCH;
   using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
   extern __shared__ uint4 stagingArea[];
   uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
-  const int k = a.in.n;
+  const int k = r.in.n;
   const int codeUnits = (k + G - 1) / G;
-  const int units = codeUnits + (a.x != nullptr ? 1 : 0);  // per tile
-  const int perBlock = a.k.adaptive ? 2 : 1;               // scales per block: (alpha, s) or s
+  const int units = codeUnits + (r.x != nullptr ? 1 : 0);  // per tile
+  const int perBlock = r.k.adaptive ? 2 : 1;               // scales per block: (alpha, s) or s
   // Slot layout: one region per warp, since a slot holds codes in one unit and the exact
   // input in another, laid out differently, and the warps of a CTA run their units
   // independently: with a CTA-wide layout a warp's copies would land in bytes another
@@ -105,7 +108,7 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
   };
   auto exactAt = [&](int slot) { return reinterpret_cast<uint4*>(region + slot * Stage<T>::kSumSlot) + lane; };
   auto stageable = [&](size_t tile) {
-    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
+    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(r, tile * groupsPerWarp + groupInWarp));
   };
   auto stage = [&](size_t tile, int u, int slot) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
@@ -118,15 +121,15 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
           Word* c = codesAt(slot, i);
 #pragma unroll
           for (int j = 0; j < NCH; ++j)
-            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
-          cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + a.scalesOffset) + perBlock * block,
+            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + block * r.k.B + (size_t)(t + r.k.tpb * j) * V, V);
+          cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + r.scalesOffset) + perBlock * block,
                   4 * perBlock);
         }
       }
     } else {
-      const T* x = static_cast<const T*>(a.x) + block * a.k.B;
+      const T* x = static_cast<const T*>(r.x) + block * r.k.B;
 #pragma unroll
-      for (int j = 0; j < NCH; ++j) cpAsync(exactAt(slot) + j * 32, x + (size_t)(t + a.k.tpb * j) * V, 16);
+      for (int j = 0; j < NCH; ++j) cpAsync(exactAt(slot) + j * 32, x + (size_t)(t + r.k.tpb * j) * V, 16);
     }
   };
   // Stages unit u + n of this warp's tile sequence from unit u of `tile` (n < D) into
@@ -166,9 +169,9 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
           alpha[i] = sc[i] = 1.0f;
           if (u * G + i < k) {
             const float2 sp = *scalesAt(s, i);
-            alpha[i] = a.k.adaptive ? sp.x : 1.0f;
-            sc[i] = a.k.adaptive ? sp.y : sp.x;
-            Kg = max(Kg, decodeShift(sc[i], alpha[i], a.k.c));
+            alpha[i] = r.k.adaptive ? sp.x : 1.0f;
+            sc[i] = r.k.adaptive ? sp.y : sp.x;
+            Kg = max(Kg, decodeShift(sc[i], alpha[i], r.k.c));
           }
         }
         if (u == 0) {
@@ -181,7 +184,7 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
         for (int i = 0; i < G; ++i) {
           const int q = u * G + i;
           if (q < k) {
-            const float d = decodeScaleShifted(sc[i], alpha[i], a.k.c, K);
+            const float d = decodeScaleShifted(sc[i], alpha[i], r.k.c, K);
             if (i == 0 && u == 0)
               accumulateStaged<T, FMT, true>(codesAt(s, 0), d, v);
             else
@@ -189,8 +192,8 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
           }
         }
         if (u == codeUnits - 1) {
-          if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
-          if (K < 0 || (K > 0 && a.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
+          if (r.k.rotate) fwht<V>(v, t, r.k.tpb);
+          if (K < 0 || (K > 0 && r.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
         }
       } else if (tileStaged) {  // the exact input, as finishSum: v + x, at K = 64 unshiftAddTop
 #pragma unroll
@@ -210,10 +213,10 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
       }
       s = s + 1 == D ? 0 : s + 1;
     }
-    const bool active = block < a.nBlocks;
+    const bool active = block < r.nBlocks;
     if (!tileStaged || __any_sync(0xffffffffu, reshift))  // the whole warp: the rotation's shuffles
-      finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
-    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+      finishSum<T>(r, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    nanBlocks |= sumTileOut<T, MODE, FMT>(r, block, t, active, v);
   }
   cpAsyncWait<0>();
   if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))

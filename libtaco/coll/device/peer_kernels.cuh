@@ -156,7 +156,9 @@ __device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
 }
 
 // Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
-template <typename T, int MODE, int FMT, bool ROT>
+// REG_ARGS: the staged sum keeps a's fields in registers (genericSumTiles, SMEM_ARGS), where the
+// kernel's registers allow it (kSumArgsInRegisters).
+template <typename T, int MODE, int FMT, bool ROT, bool REG_ARGS = false>
 __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
@@ -175,10 +177,20 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
       inputsOk)
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
   else if (takesStagedSum<FMT>(a, inputsOk))
-    genericSumTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // k inputs (+ exact), staged
+    genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // k inputs (+ exact), staged
   else
     generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
 }
+
+// Where the staged sum is a kernel's main loop (the fused two-shot's reduce, the one-shot's
+// sum), whether it takes the piece's arguments into registers (genericSumTiles, SMEM_ARGS):
+// from shared memory it reloads them, and redoes its address arithmetic, after every store
+// and copy; in registers the tile loop of fp8-block's reduce (bf16, P = 2) ran ~10 % faster
+// and the one-shot's sum up to 1.3x (docs/results.md). Not in the kernels that carry the
+// rotated256 tile functions, nor in fp32's reduce: there the copy spills (ptxas: 100-200
+// bytes), and fp32's fused two-shot ran 5-8 % slower with it.
+template <typename T, int MODE, bool ROT>
+constexpr bool kSumArgsInRegisters = !ROT && (MODE == kAccumulate || sizeof(T) == 2);
 
 // The codec arguments of the piece a CTA works on live in shared memory: thread 0 fills
 // them, every thread reads them. (A copy per thread would sit in local memory, since
@@ -313,7 +325,7 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
         a.y = recv + pieceOff(L, r, ch) * eb;
         a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, r));
       });
-      sumPiece<T, kReduceCompress, FMT, ROT>(sp[0].a, w, ok);
+      sumPiece<T, kReduceCompress, FMT, ROT, kSumArgsInRegisters<T, kReduceCompress, ROT>>(sp[0].a, w, ok);
     }
     peer::markPhaseEnd(L, kTimelineEndB);
     peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0);
@@ -378,7 +390,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerOneShotKernel(const PeerLaunc
       for (int q = 0; q < P; ++q) a.in.ptr[a.in.n++] = slotOf(L, q, ch.parity, 0);
       a.y = static_cast<char*>(L.recv[w.group]) + off;
     });
-    sumPiece<T, kAccumulate, FMT, ROT>(sp[0].a, w, ok);
+    sumPiece<T, kAccumulate, FMT, ROT, kSumArgsInRegisters<T, kAccumulate, ROT>>(sp[0].a, w, ok);
   }
   peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
   peer::mark(L, kTimelineEnd);
