@@ -185,10 +185,12 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
 // Where the staged sum is a kernel's main loop (the fused two-shot's reduce, the one-shot's
 // sum), whether it takes the piece's arguments into registers (genericSumTiles, SMEM_ARGS):
 // from shared memory it reloads them, and redoes its address arithmetic, after every store
-// and copy; in registers the tile loop of fp8-block's reduce (bf16, P = 2) ran ~10 % faster
-// and the one-shot's sum up to 1.3x (docs/results.md). Not in the kernels that carry the
-// rotated256 tile functions, nor in fp32's reduce: there the copy spills (ptxas: 100-200
-// bytes), and fp32's fused two-shot ran 5-8 % slower with it.
+// and copy. In registers, fp8-block's reduce (bf16, P = 2) took 24 % fewer instructions and
+// ~10 % less time, and the one-shot ran up to 1.24x faster (docs/results.md). Not in the
+// kernels that carry the rotated256 tile functions, nor in fp32's reduce: the copy spills
+// there (ptxas: 100-220 bytes), and fp32's fused two-shot measured up to 8 % slower with it.
+// (fp32's one-shot spills 136 bytes with it, and is still faster: 0.72 -> 0.89 of the
+// roofline at P = 8.)
 template <typename T, int MODE, bool ROT>
 constexpr bool kSumArgsInRegisters = !ROT && (MODE == kAccumulate || sizeof(T) == 2);
 
