@@ -56,5 +56,10 @@ __host__ __device__ __forceinline__ void setWire(Args& a, const PieceWire& w) {
   a.totalBytes = w.totalBytes;
 }
 
+// The wire fields of `a`.
+__host__ __device__ __forceinline__ PieceWire wireOf(const Args& a) {
+  return PieceWire{a.count, a.nBlocks, a.scalesOffset, a.codesEnd, a.scalesEnd, a.totalBytes};
+}
+
 }  // namespace dev
 }  // namespace taco

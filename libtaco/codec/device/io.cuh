@@ -44,12 +44,7 @@ __device__ __forceinline__ bool wholeBlock(const Args& a, size_t block) {
 __device__ __forceinline__ Args scalarsOf(const Args& a) {
   Args r;
   r.k = a.k;
-  r.count = a.count;
-  r.nBlocks = a.nBlocks;
-  r.scalesOffset = a.scalesOffset;
-  r.codesEnd = a.codesEnd;
-  r.scalesEnd = a.scalesEnd;
-  r.totalBytes = a.totalBytes;
+  setWire(r, wireOf(a));
   r.x = a.x;
   r.y = a.y;
   r.out = a.out;
