@@ -42,7 +42,7 @@ __device__ __forceinline__ bool wholeBlock(const Args& a, size_t block) {
 // kernels take Args as a kernel parameter, which the compiler reads from the constant bank
 // where it needs it: a copy there only costs registers.)
 __device__ __forceinline__ Args scalarsOf(const Args& a) {
-  Args r;
+  Args r{};  // in.ptr null: a read of it faults rather than taking garbage
   r.k = a.k;
   setWire(r, wireOf(a));
   r.x = a.x;
