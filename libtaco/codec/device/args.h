@@ -61,5 +61,25 @@ __host__ __device__ __forceinline__ PieceWire wireOf(const Args& a) {
   return PieceWire{a.count, a.nBlocks, a.scalesOffset, a.codesEnd, a.scalesEnd, a.totalBytes};
 }
 
+// a's fields but the input pointers, as a value the compiler may keep in registers. The peer
+// kernels hold a piece's Args in shared memory, and a store through a pointer or a cp.async
+// might change them as far as the compiler knows: a tile loop reading them there reloads them,
+// and redoes the address arithmetic that depends on them, after each one. (The codec's own
+// kernels take Args as a kernel parameter, which the compiler reads from the constant bank
+// where it needs it: a copy there only costs registers.)
+__host__ __device__ __forceinline__ Args scalarsOf(const Args& a) {
+  Args r{};  // in.ptr null: a read of it faults rather than taking garbage
+  r.k = a.k;
+  setWire(r, wireOf(a));
+  r.x = a.x;
+  r.y = a.y;
+  r.out = a.out;
+  r.in.n = a.in.n;
+  r.vec = a.vec;
+  r.streamOut = a.streamOut;
+  r.dtype = a.dtype;
+  return r;
+}
+
 }  // namespace dev
 }  // namespace taco
