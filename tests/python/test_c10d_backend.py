@@ -23,13 +23,14 @@ import taco.c10d as tc  # noqa: E402
 import taco.torch  # noqa: E402,F401 - registers the backend
 
 WORKER = textwrap.dedent(r"""
-    import datetime, json, sys
+    import datetime, faulthandler, json, sys
+    faulthandler.dump_traceback_later(200, exit=True)  # a hung rank prints every thread's stack and exits
     import torch, torch.distributed as dist
     import torch.distributed._functional_collectives as funcol
     import taco.torch, taco.c10d as tc
 
     rank, world, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    timeout = datetime.timedelta(seconds=200)  # a loaded 2-core CI machine can stall a rank for a minute
+    timeout = datetime.timedelta(seconds=120)  # a loaded 2-core CI machine can stall a rank for a minute
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timeout)
     out = {}
@@ -80,12 +81,23 @@ def _run_world(tmp_path, world: int) -> list:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     port = str(_free_port())
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    # GLOO_SOCKET_IFNAME: gloo binds to loopback instead of resolving this machine's host name,
+    # which can wait on an unreachable DNS server for minutes (the world lives on 127.0.0.1 anyway)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", GLOO_SOCKET_IFNAME="lo")
     procs = [subprocess.Popen([sys.executable, str(script), str(r), str(world), port], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=env) for r in range(world)]
+    texts = []
+    try:
+        for p in procs:
+            texts.append(p.communicate(timeout=240)[0])
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        texts += [p.communicate()[0] for p in procs[len(texts):]]
+        pytest.fail("a rank hung past 240 s; every rank's output:\n"
+                    + "\n".join(f"--- rank {r}\n{t}" for r, t in enumerate(texts)))
     results = []
-    for p in procs:
-        text, _ = p.communicate(timeout=240)
+    for p, text in zip(procs, texts):
         assert p.returncode == 0, text
         line = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
         assert line, text
