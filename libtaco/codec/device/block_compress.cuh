@@ -125,8 +125,9 @@ __device__ __forceinline__ void storeScales(const Args& a, uint8_t* outWire, siz
 // Compresses this thread's part of a block held in v (destroyed); m0 = max|x| of the
 // block, bad = it holds NaN/Inf. kReduceCompress leaves the decoded codes in v, and in
 // dOut and kOut the decode multiplier and exponent shift of the block; wide (there only):
-// v is a sum scaled by 2^-64, whose stored s is negated (block_math.h, wideScale).
-template <typename T, int FMT, int MODE>
+// v is a sum scaled by 2^-64, whose stored s is negated (block_math.h, wideScale). WHOLE:
+// the caller knows the block is whole and aligned (wholeBlock), so active and a.vec hold.
+template <typename T, int FMT, int MODE, bool WHOLE = false>
 __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t, bool active,
                                              float (&v)[kPerThread], float m0, bool bad, uint8_t* outWire,
                                              float& dOut, int& kOut, bool wide = false) {
@@ -151,8 +152,8 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kCompress) {
-      if (a.vec) {
-        if (active) storeFp8Words<V, FMT>(codes, block, t, a, j, &v[j * V], qs.inv);
+      if (WHOLE || a.vec) {
+        if (WHOLE || active) storeFp8Words<V, FMT>(codes, block, t, a, j, &v[j * V], qs.inv);
         continue;
       }
     }
@@ -166,22 +167,22 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
       encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
     }
     if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
-    if (active) storeCodes<V, FMT>(codes, block, t, a, j, c);
+    if (WHOLE || active) storeCodes<V, FMT, WHOLE>(codes, block, t, a, j, c);
   }
-  if (active && t == 0) storeScales(a, outWire, block, alpha, sStored);
+  if ((WHOLE || active) && t == 0) storeScales(a, outWire, block, alpha, sStored);
 }
 
-// Compress of one tile: from the staged 16-byte chunks when the whole warp's blocks
-// are full and aligned (a warp-uniform test: the group reductions shuffle across the
-// warp), else through the general load.
-template <typename T, int FMT>
+// Compress of one tile: from the staged 16-byte chunks (STAGED: the warp's blocks are all
+// whole and aligned, a warp-uniform fact: the group reductions shuffle across the warp), else
+// through the general load.
+template <typename T, int FMT, bool STAGED>
 __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, int t, const uint4* staged) {
-  const bool active = block < a.nBlocks;
+  const bool active = STAGED || block < a.nBlocks;
   float v[kPerThread];
   float m0, d;
   int K;
   bool bad;
-  if (staged != nullptr) {  // warp-uniform: the tile was staged by genericCompressTiles
+  if constexpr (STAGED) {
     RawChunks<T> raw;
     readStaged<T>(staged, raw);
     rawToFloat<T>(raw, v);
@@ -195,52 +196,42 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
     }
     blockMaxBad(v, a.k.tpb, m0, bad);
   }
-  compressTile<T, FMT, kCompress>(a, block, t, active, v, m0, bad, a.out, d, K);
+  compressTile<T, FMT, kCompress, STAGED>(a, block, t, active, v, m0, bad, a.out, d, K);
 }
 
 // Compress of this warp's tiles (tiles warp, warp + nWarps, ... < nTiles; a tile is
 // the warp's groupsPerWarp blocks, this thread lane t of block groupInWarp), as a
 // software pipeline: tile i + D - 1 is being copied in while tile i is compressed.
-// Only whole, aligned tiles are staged (bit s of `staged` marks slot s); the rest go
-// through the general load. Shared memory: Stage<T>::kCompressDepth slots of
-// kCompressSlot bytes (codec/launch.h: genericCompressSmemBytes), kThreads per CTA.
+// The tiles whose blocks are all whole and aligned (the first nStaged) are staged, in a loop
+// of one straight path; the rest (the piece's last tiles) go through the general load
+// after it. Shared memory: Stage<T>::kCompressDepth slots of kCompressSlot bytes
+// (codec/launch.h: genericCompressSmemBytes), kThreads per CTA.
 template <typename T, int FMT>
 __device__ __forceinline__ void genericCompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                                      int groupsPerWarp, int groupInWarp, int t) {
   constexpr int D = Stage<T>::kCompressDepth;
   extern __shared__ uint4 stagingArea[];
   uint4* mine = stagingArea + threadIdx.x;
-  auto stageable = [&](size_t tile) {
-    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
-  };
-  uint32_t staged = 0;
-#pragma unroll
-  for (int i = 0; i < D - 1; ++i) {
-    const size_t tile = warp + i * nWarps;
-    if (stageable(tile)) {
+  const size_t nStaged = a.vec ? min(nTiles, (a.count / (size_t)a.k.B) / (size_t)groupsPerWarp) : 0;
+  auto stageTile = [&](size_t tile, int slot) {
+    if (tile < nStaged)
       stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
-                  mine + i * Vec<T>::NCH * kThreads);
-      staged |= 1u << i;
-    }
+                  mine + slot * Vec<T>::NCH * kThreads);
     cpAsyncCommit();
-  }
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) stageTile(warp + i * nWarps, i);
   int s = 0;
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    const int ahead = s == 0 ? D - 1 : s - 1;  // the slot read one iteration ago
-    staged &= ~(1u << ahead);
-    const size_t far = tile + (size_t)(D - 1) * nWarps;
-    if (stageable(far)) {
-      stageRaw<T>(static_cast<const T*>(a.x), far * groupsPerWarp + groupInWarp, t, a,
-                  mine + ahead * Vec<T>::NCH * kThreads);
-      staged |= 1u << ahead;
-    }
-    cpAsyncCommit();
+  size_t tile = warp;
+  for (; tile < nStaged; tile += nWarps) {
+    stageTile(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);  // into the slot read one tile ago
     cpAsyncWait<D - 1>();  // this tile's copies have landed
-    compressBlockTile<T, FMT>(a, tile * groupsPerWarp + groupInWarp, t,
-                              (staged >> s) & 1 ? mine + s * Vec<T>::NCH * kThreads : nullptr);
+    compressBlockTile<T, FMT, true>(a, tile * groupsPerWarp + groupInWarp, t, mine + s * Vec<T>::NCH * kThreads);
     s = s + 1 == D ? 0 : s + 1;
   }
   cpAsyncWait<0>();
+  for (; tile < nTiles; tile += nWarps)
+    compressBlockTile<T, FMT, false>(a, tile * groupsPerWarp + groupInWarp, t, nullptr);
 }
 
 }  // namespace dev

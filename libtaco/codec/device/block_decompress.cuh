@@ -11,7 +11,9 @@ namespace dev {
 
 // Plain decompress (one input, no exact input, byte codes, aligned pointers), with
 // the same software pipeline as compress: each thread stages its codes and its
-// block's scales for the tile D - 1 ahead while it decodes this one.
+// block's scales for the tile D - 1 ahead while it decodes this one. As there, the tiles
+// whose blocks are all whole (the first nStaged) are staged, in a loop of one straight
+// path, and the rest (the piece's last tiles) go through the general loads after it.
 template <typename T, int FMT>
 __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                                 int groupsPerWarp, int groupInWarp, int t) {
@@ -22,70 +24,59 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[0]);
   const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
   const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
+  const size_t nStaged = a.vec ? min(nTiles, (a.count / (size_t)a.k.B) / (size_t)groupsPerWarp) : 0;
   auto codesAt = [&](int slot, int j) {
     return reinterpret_cast<Word*>(area + slot * Stage<T>::kDecompressSlot) + j * kThreads + threadIdx.x;
   };
   auto scalesAt = [&](int slot) {
     return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
   };
-  auto stageable = [&](size_t tile) {
-    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(a, tile * groupsPerWarp + groupInWarp));
-  };
-  auto stage = [&](size_t tile, int slot) {
-    const size_t block = tile * groupsPerWarp + groupInWarp;
+  auto stageTile = [&](size_t tile, int slot) {
+    if (tile < nStaged) {
+      const size_t block = tile * groupsPerWarp + groupInWarp;
 #pragma unroll
-    for (int j = 0; j < NCH; ++j)
-      cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
-    cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
-  };
-  uint32_t staged = 0;
-#pragma unroll
-  for (int i = 0; i < D - 1; ++i) {
-    if (stageable(warp + i * nWarps)) {
-      stage(warp + i * nWarps, i);
-      staged |= 1u << i;
+      for (int j = 0; j < NCH; ++j)
+        cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+      cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
     }
     cpAsyncCommit();
-  }
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) stageTile(warp + i * nWarps, i);
   int s = 0;
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
-    const int ahead = s == 0 ? D - 1 : s - 1;
-    staged &= ~(1u << ahead);
-    const size_t far = tile + (size_t)(D - 1) * nWarps;
-    if (stageable(far)) {
-      stage(far, ahead);
-      staged |= 1u << ahead;
-    }
-    cpAsyncCommit();
+  size_t tile = warp;
+  for (; tile < nStaged; tile += nWarps) {
+    stageTile(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);  // into the slot read one tile ago
     cpAsyncWait<D - 1>();
     const size_t block = tile * groupsPerWarp + groupInWarp;
     float v[kPerThread];
-    if ((staged >> s) & 1) {
-      const float2 sp = *scalesAt(s);
-      const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
-      const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
-      const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
+    const float2 sp = *scalesAt(s);
+    const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
+    const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
+    const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
 #pragma unroll
-      for (int j = 0; j < NCH; ++j) {
-        const Word cw = *codesAt(s, j);
-        uint8_t c[V];
-        memcpy(c, &cw, V);
-        float f[V];
-        decodeChunk<V, FMT>(c, f);
+    for (int j = 0; j < NCH; ++j) {
+      const Word cw = *codesAt(s, j);
+      uint8_t c[V];
+      memcpy(c, &cw, V);
+      float f[V];
+      decodeChunk<V, FMT>(c, f);
 #pragma unroll
-        for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
-      }
-      if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
-      if (K != 0) unshiftAll(v, K, !wideScale(sc));
-      storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
-    } else {
-      const bool active = block < a.nBlocks;
-      accumulateTile<T, FMT>(a, block, t, active, v);
-      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+      for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
     }
+    if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+    if (K != 0) unshiftAll(v, K, !wideScale(sc));
+    storeValues<T, true>(static_cast<T*>(a.y), block, t, a, v);
     s = s + 1 == D ? 0 : s + 1;
   }
   cpAsyncWait<0>();
+  for (; tile < nTiles; tile += nWarps) {
+    const size_t block = tile * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    accumulateTile<T, FMT>(a, block, t, active, v);
+    if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+  }
 }
 
 }  // namespace dev

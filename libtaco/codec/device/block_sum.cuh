@@ -9,14 +9,48 @@
 namespace taco {
 namespace dev {
 
+// Whether the staged sum takes `block` (a whole block, a.in.n >= 1): the decode shift of its
+// first input group (kSumGroup inputs; block_math.h, decodeShift) is not positive, and no
+// later input's is larger. Else the block needs the general loop's order (the largest shift
+// of all inputs before the first decode; K > 0: unshiftAddTop): only at the extremes of the
+// range, and for wide (overflowed) inputs.
+template <typename T>
+__device__ __forceinline__ bool stagedShifts(const Args& a, size_t block) {
+  int first = -64, all = -64;
+  for (int q = 0; q < a.in.n; ++q) {
+    float alpha, s;
+    inputScales(a, q, block, alpha, s);
+    const int K = decodeShift(s, alpha, a.k.c);
+    if (q < Stage<T>::kSumGroup) first = max(first, K);
+    all = max(all, K);
+  }
+  return first <= 0 && all <= first;
+}
+
+// What the staged sum (genericSumTiles) leaves to the general loop, for one warp: its tiles
+// from `first` on (past the staged ones: blocks not whole), and where `skipped`, those of
+// its staged tiles (below nStaged) whose inputs' decode shifts the staged loop does not take
+// (stagedShifts). nanBlocks: a block of the warp's was written as a NaN block.
+struct SumRest {
+  size_t first, nStaged;
+  bool skipped, nanBlocks;
+};
+
+// Every tile of the warp: no staged sum before.
+__device__ __forceinline__ SumRest allTiles(size_t warp) { return SumRest{warp, 0, false, false}; }
+
 // Decompress-accumulate and decompress-reduce-compress, one tile at a time without
-// staging (and plain decompress when its inputs fail the header check: NaN output).
+// staging (and plain decompress when its inputs fail the header check: NaN output): the
+// warp's tiles, or those the staged sum left (`rest`); then wideBlocks where a block
+// overflowed.
 template <typename T, int MODE, int FMT>
 __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
-                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
-  bool nanBlocks = false;
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk,
+                                             const SumRest& rest) {
+  bool nanBlocks = rest.nanBlocks;
+  for (size_t tile = rest.skipped ? warp : rest.first; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
+    if (tile < rest.nStaged && __all_sync(0xffffffffu, stagedShifts<T>(a, block))) continue;  // summed staged
     const bool active = block < a.nBlocks;
     float v[kPerThread];
     finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
@@ -27,6 +61,12 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
   }
   if (MODE == kReduceCompress && inputsOk && __any_sync(0xffffffffu, nanBlocks))
     wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+}
+
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                             int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
+  generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t, inputsOk, allTiles(warp));
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
@@ -69,17 +109,19 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, float d, flo
 // (10 KB per input, and k reaches 15 in two-shot at P = 16, 16 in one-shot).
 //
 // The per-element operations are accumulateRaw's and finishSum's, in their order: R = W_0 +
-// W_1 + ..., the rotation, back from the decode's exponent shift K, then + x (at K = 64 the
-// two together); then sumTileOut.
-// K is the largest decodeShift of the block's k inputs (blockDecodeShift), needed
-// before the first decode: the staged sum takes group 0's and checks every later
-// group's against it. Where a later group's is larger (only at the extremes of the
-// range: block_math.h, decodeShift) the warp sums the tile again with the general
-// loads, as generalTiles does, and so it does tiles not wholly inside `count`.
+// W_1 + ..., the rotation, back from the decode's exponent shift K, then + x; then
+// sumTileOut. K is the largest decodeShift of the block's k inputs (blockDecodeShift),
+// needed before the first decode: the staged sum takes group 0's and checks every later
+// group's against it. It takes only the tiles whose blocks are all whole (the first
+// nStaged of the piece) and whose shifts are those of a plain sum (stagedShifts: K <= 0,
+// no later group's larger; all but the extremes of the range), so that its loop holds
+// one straight path: no test of `active`, the padding or alignment per tile, and no
+// K > 0 code. It returns the rest, which the caller hands to generalTiles, and it need
+// not call it here: the kernel holds the general loop's code once.
 // SMEM_ARGS: `a` is in shared memory; the loop takes its fields into registers (scalarsOf).
 template <typename T, int MODE, int FMT, bool SMEM_ARGS = false>
-__device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
-                                                int groupsPerWarp, int groupInWarp, int t) {
+__device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+                                                   int groupsPerWarp, int groupInWarp, int t) {
   const Args copy = SMEM_ARGS ? scalarsOf(a) : Args{};
   const Args& r = SMEM_ARGS ? copy : a;  // every field but the input pointers (a.in.ptr)
   constexpr int D = Stage<T>::kSumDepth, G = Stage<T>::kSumGroup, V = Vec<T>::V, NCH = Vec<T>::NCH;
@@ -90,6 +132,8 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
   const int codeUnits = (k + G - 1) / G;
   const int units = codeUnits + (r.x != nullptr ? 1 : 0);  // per tile
   const int perBlock = r.k.adaptive ? 2 : 1;               // scales per block: (alpha, s) or s
+  // The tiles whose blocks are all whole (wholeBlock; a.vec holds: takesStagedSum).
+  const size_t nStaged = min(nTiles, (r.count / (size_t)r.k.B) / (size_t)groupsPerWarp);
   // Slot layout: one region per warp, since a slot holds codes in one unit and the exact
   // input in another, laid out differently, and the warps of a CTA run their units
   // independently: with a CTA-wide layout a warp's copies would land in bytes another
@@ -107,9 +151,6 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
     return reinterpret_cast<float2*>(region + slot * Stage<T>::kSumSlot + G * NCH * 32 * V) + i * 32 + lane;
   };
   auto exactAt = [&](int slot) { return reinterpret_cast<uint4*>(region + slot * Stage<T>::kSumSlot) + lane; };
-  auto stageable = [&](size_t tile) {
-    return tile < nTiles && __all_sync(0xffffffffu, wholeBlock(r, tile * groupsPerWarp + groupInWarp));
-  };
   auto stage = [&](size_t tile, int u, int slot) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     if (u < codeUnits) {
@@ -133,9 +174,7 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
     }
   };
   // Stages unit u + n of this warp's tile sequence from unit u of `tile` (n < D) into
-  // `slot`, if its tile is stageable (whole and aligned); one commit group either way.
-  // Whether a slot holds a staged unit is its tile's stageable(), asked again when it is
-  // computed: no state kept across the tile's compress beside tile and slot.
+  // `slot`, if its tile is a staged one; one commit group either way.
   auto stageAhead = [&](size_t tile, int u, int n, int slot) {
     int farU = u + n;
     size_t farTile = tile;
@@ -143,25 +182,25 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
       farU -= units;
       farTile += nWarps;
     }
-    if (stageable(farTile)) stage(farTile, farU, slot);
+    if (farTile < nStaged) stage(farTile, farU, slot);
     cpAsyncCommit();
   };
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
   int s = 0;
+  bool skipped = false;    // a tile was left to the general loop (stagedShifts)
   bool nanBlocks = false;  // a block of this warp's was written as a NaN block (wideBlocks)
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+  size_t tile = warp;
+  for (; tile < nStaged; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
-    const bool tileStaged = stageable(tile);  // every unit of the tile alike (warp-uniform)
     float v[kPerThread];
     int K = 0;
-    bool sat = false;      // one input, not wide: its unshift saturates (block_math.h, unshift)
-    bool reshift = false;  // a later group's inputs shift further than group 0's
+    bool skip = false;  // warp-uniform: not stagedShifts; its units are still waited for
     for (int u = 0; u < units; ++u) {
       __syncwarp();  // every lane has read the slot computed one unit ago (lanes share its bytes)
       stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
       cpAsyncWait<D - 1>();                // this unit's copies have landed
-      if (tileStaged && u < codeUnits) {
+      if (u < codeUnits) {
         float alpha[G], sc[G];
         int Kg = -64;
 #pragma unroll
@@ -174,53 +213,46 @@ __device__ __forceinline__ void genericSumTiles(const Args& a, size_t warp, size
             Kg = max(Kg, decodeShift(sc[i], alpha[i], r.k.c));
           }
         }
-        if (u == 0) {
-          K = Kg;
-          sat = k == 1 && !wideScale(sc[0]);
-        } else if (Kg > K) {
-          reshift = true;
-        }
+        if (u == 0) K = Kg;
+        skip = skip || __any_sync(0xffffffffu, u == 0 ? K > 0 : Kg > K);
+        if (!skip) {
 #pragma unroll
-        for (int i = 0; i < G; ++i) {
-          const int q = u * G + i;
-          if (q < k) {
-            const float d = decodeScaleShifted(sc[i], alpha[i], r.k.c, K);
-            if (i == 0 && u == 0)
-              accumulateStaged<T, FMT, true>(codesAt(s, 0), d, v);
-            else
-              accumulateStaged<T, FMT, false>(codesAt(s, i), d, v);
+          for (int i = 0; i < G; ++i) {
+            const int q = u * G + i;
+            if (q < k) {
+              const float d = decodeScaleShifted(sc[i], alpha[i], r.k.c, K);
+              if (i == 0 && u == 0)
+                accumulateStaged<T, FMT, true>(codesAt(s, 0), d, v);
+              else
+                accumulateStaged<T, FMT, false>(codesAt(s, i), d, v);
+            }
+          }
+          if (u == codeUnits - 1) {
+            if (r.k.rotate) fwht<V>(v, t, r.k.tpb);
+            if (K < 0) unshiftAll(v, K, false);
           }
         }
-        if (u == codeUnits - 1) {
-          if (r.k.rotate) fwht<V>(v, t, r.k.tpb);
-          if (K < 0 || (K > 0 && r.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
-        }
-      } else if (tileStaged) {  // the exact input, as finishSum: v + x, at K = 64 unshiftAddTop
+      } else if (!skip) {  // the exact input, as finishSum (K <= 0: the plain add)
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
           RawChunks<T, V> raw;
           raw.c[0] = exactAt(s)[j * 32];
           float f[V];
           rawToFloat<T, V>(raw, f);
-          if (K > 0) {
 #pragma unroll
-            for (int i = 0; i < V; ++i) v[j * V + i] = unshiftAddTop(v[j * V + i], f[i], sat);
-          } else {
-#pragma unroll
-            for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + f[i];
-          }
+          for (int i = 0; i < V; ++i) v[j * V + i] = v[j * V + i] + f[i];
         }
       }
       s = s + 1 == D ? 0 : s + 1;
     }
-    const bool active = block < r.nBlocks;
-    if (!tileStaged || __any_sync(0xffffffffu, reshift))  // the whole warp: the rotation's shuffles
-      finishSum<T>(r, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
-    nanBlocks |= sumTileOut<T, MODE, FMT>(r, block, t, active, v);
+    if (skip) {
+      skipped = true;
+      continue;
+    }
+    nanBlocks |= sumTileOut<T, MODE, FMT, true>(r, block, t, true, v);
   }
   cpAsyncWait<0>();
-  if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))
-    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
+  return SumRest{tile, nStaged, skipped, nanBlocks};
 }
 
 }  // namespace dev

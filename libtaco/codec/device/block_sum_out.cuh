@@ -25,26 +25,28 @@ __device__ __forceinline__ void zeroPadding(const Args& a, size_t block, int t, 
 // exact input) in v: accumulate stores it; reduce-compress compresses it, zero past
 // `count`, and optionally decompresses it again into y. Returns whether the block's sum
 // held NaN or +-Inf (reduce-compress): it was written as a NaN block, and wideBlocks()
-// looks at it again.
-template <typename T, int MODE, int FMT>
+// looks at it again. WHOLE: the caller knows the block is whole and aligned (wholeBlock):
+// active holds, and the tests of it, of the padding and of alignment go.
+template <typename T, int MODE, int FMT, bool WHOLE = false>
 __device__ __forceinline__ bool sumTileOut(const Args& a, size_t block, int t, bool active,
                                            float (&v)[kPerThread]) {
+  active = WHOLE || active;
   if constexpr (MODE == kAccumulate) {
-    if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    if (active) storeValues<T, WHOLE>(static_cast<T*>(a.y), block, t, a, v);
     return false;
   } else {
-    zeroPadding<T>(a, block, t, active, v);
+    if (!WHOLE) zeroPadding<T>(a, block, t, active, v);
     float m0, d;
     int K;
     bool bad;
     blockMaxBad(v, a.k.tpb, m0, bad);
-    compressTile<T, FMT, MODE>(a, block, t, active, v, m0, bad, a.out, d, K);
+    compressTile<T, FMT, MODE, WHOLE>(a, block, t, active, v, m0, bad, a.out, d, K);
     if (a.y != nullptr) {
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
       if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
       if (K != 0) unshiftAll(v, K, true);
-      if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+      if (active) storeValues<T, WHOLE>(static_cast<T*>(a.y), block, t, a, v);
     }
     return bad && active;
   }

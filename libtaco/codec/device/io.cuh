@@ -207,10 +207,11 @@ __device__ __forceinline__ void packChunk<__half>(const float (&v)[kPerThread], 
   for (int i = 0; i < 4; ++i) e[i] = __floats2half2_rn(v[j * 8 + 2 * i], v[j * 8 + 2 * i + 1]);
 }
 
-template <typename T>
+// WHOLE: the caller knows the block is whole and aligned (wholeBlock), and the test goes.
+template <typename T, bool WHOLE = false>
 __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Args& a, const float (&v)[kPerThread]) {
   constexpr int V = Vec<T>::V;
-  if (wholeBlock(a, block)) {  // the common case, without a per-chunk test
+  if (WHOLE || wholeBlock(a, block)) {  // the common case, without a per-chunk test
 #pragma unroll
     for (int j = 0; j < Vec<T>::NCH; ++j) {
       uint4 raw;
@@ -219,17 +220,19 @@ __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Arg
     }
     return;
   }
+  if constexpr (!WHOLE) {
 #pragma unroll
-  for (int j = 0; j < Vec<T>::NCH; ++j) {
-    const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
-    if (a.vec && idx + V <= a.count) {
-      uint4 raw;
-      packChunk<T>(v, j, raw);
-      *reinterpret_cast<uint4*>(y + idx) = raw;
-    } else {
+    for (int j = 0; j < Vec<T>::NCH; ++j) {
+      const size_t idx = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
+      if (a.vec && idx + V <= a.count) {
+        uint4 raw;
+        packChunk<T>(v, j, raw);
+        *reinterpret_cast<uint4*>(y + idx) = raw;
+      } else {
 #pragma unroll
-      for (int i = 0; i < V; ++i)
-        if (idx + i < a.count) y[idx + i] = fromFloat<T>(v[j * V + i]);
+        for (int i = 0; i < V; ++i)
+          if (idx + i < a.count) y[idx + i] = fromFloat<T>(v[j * V + i]);
+      }
     }
   }
 }
@@ -327,18 +330,19 @@ __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, in
   }
 }
 
-template <int V, int FMT>
+// VEC: the caller knows a.vec holds.
+template <int V, int FMT, bool VEC = false>
 __device__ __forceinline__ void storeCodes(uint8_t* codes, size_t block, int t, const Args& a, int j,
                                            const uint8_t (&c)[V]) {
   constexpr bool nib = FMT == kFmtInt4;
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   if constexpr (FMT == kFmtInt6) {
-    storeInt6Chunk<V>(codes + e0 / 4 * 3, c, a.vec);
+    storeInt6Chunk<V>(codes + e0 / 4 * 3, c, VEC || a.vec);
     return;
   }
   uint8_t* p = codes + (nib ? e0 / 2 : e0);
   if (!nib) {
-    if (a.vec) {
+    if (VEC || a.vec) {
       if (V == 8) {
         uint2 w;
         memcpy(&w, c, 8);

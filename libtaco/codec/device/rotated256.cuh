@@ -198,7 +198,7 @@ __device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t wa
       rotated256CompressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
                             readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf);
     } else {
-      compressBlockTile<T, FMT>(a, block, t, nullptr);
+      compressBlockTile<T, FMT, false>(a, block, t, nullptr);
     }
     s ^= 1;
   }
@@ -355,7 +355,7 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t wa
     } else {
 #pragma unroll 1
       for (int h = 0; h < 2; ++h)
-        compressBlockTile<T, FMT>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
+        compressBlockTile<T, FMT, false>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
     }
   }
   cpAsyncWait<0>();

@@ -174,12 +174,14 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
     }
   }
   if (MODE == kAccumulate && formatInfo(FMT).stagedTiles && a.vec && a.in.n == 1 && a.x == nullptr &&
-      inputsOk)
+      inputsOk) {
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
-  else if (takesStagedSum<FMT>(a, inputsOk))
-    genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // k inputs (+ exact), staged
-  else
-    generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
+    return;
+  }
+  SumRest rest = allTiles(w.warp);
+  if (takesStagedSum<FMT>(a, inputsOk))  // k inputs (+ exact), staged; the rest through the general loads
+    rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+  generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
 }
 
 // Where the staged sum is a kernel's main loop (the fused two-shot's reduce, the one-shot's
