@@ -9,35 +9,36 @@
 namespace taco {
 namespace dev {
 
-// Whether the staged sum takes `block` (a whole block, a.in.n >= 1): the decode shift of its
-// first input group (kSumGroup inputs; block_math.h, decodeShift) is not positive, and no
-// later input's is larger. Else the block needs the general loop's order (the largest shift
-// of all inputs before the first decode; K > 0: unshiftAddTop): only at the extremes of the
-// range, and for wide (overflowed) inputs.
-template <typename T>
-__device__ __forceinline__ bool stagedShifts(const Args& a, size_t block) {
+// Whether a staged sum takes `block` (a whole block, a.in.n >= 1): the decode shift of its
+// first `group` inputs (the staged sum's first unit; block_math.h, decodeShift) is not
+// positive, and no later input's is larger. Else the block needs the general loop's order
+// (the largest shift of all inputs before the first decode; K > 0: unshiftAddTop): only at
+// the extremes of the range, and for wide (overflowed) inputs.
+__device__ __forceinline__ bool stagedShifts(const Args& a, size_t block, int group) {
   int first = -64, all = -64;
   for (int q = 0; q < a.in.n; ++q) {
     float alpha, s;
     inputScales(a, q, block, alpha, s);
     const int K = decodeShift(s, alpha, a.k.c);
-    if (q < Stage<T>::kSumGroup) first = max(first, K);
+    if (q < group) first = max(first, K);
     all = max(all, K);
   }
   return first <= 0 && all <= first;
 }
 
-// What the staged sum (genericSumTiles) leaves to the general loop, for one warp: its tiles
-// from `first` on (past the staged ones: blocks not whole), and where `skipped`, those of
-// its staged tiles (below nStaged) whose inputs' decode shifts the staged loop does not take
-// (stagedShifts). nanBlocks: a block of the warp's was written as a NaN block.
+// What a staged sum (genericSumTiles, rotated256SumTiles) leaves to the general loop, for
+// one warp: its tiles from `first` on (past the staged ones: blocks not whole), and where
+// `skipped`, those of its staged tiles (below nStaged) whose inputs' decode shifts the staged
+// loop does not take (stagedShifts, with the inputs of its first unit: `group`). nanBlocks:
+// a block of the warp's was written as a NaN block.
 struct SumRest {
   size_t first, nStaged;
+  int group;
   bool skipped, nanBlocks;
 };
 
 // Every tile of the warp: no staged sum before.
-__device__ __forceinline__ SumRest allTiles(size_t warp) { return SumRest{warp, 0, false, false}; }
+__device__ __forceinline__ SumRest allTiles(size_t warp) { return SumRest{warp, 0, 1, false, false}; }
 
 // Decompress-accumulate and decompress-reduce-compress, one tile at a time without
 // staging (and plain decompress when its inputs fail the header check: NaN output): the
@@ -50,7 +51,7 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
   bool nanBlocks = rest.nanBlocks;
   for (size_t tile = rest.skipped ? warp : rest.first; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
-    if (tile < rest.nStaged && __all_sync(0xffffffffu, stagedShifts<T>(a, block))) continue;  // summed staged
+    if (tile < rest.nStaged && __all_sync(0xffffffffu, stagedShifts(a, block, rest.group))) continue;  // summed staged
     const bool active = block < a.nBlocks;
     float v[kPerThread];
     finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
@@ -252,7 +253,7 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
     nanBlocks |= sumTileOut<T, MODE, FMT, true>(r, block, t, true, v);
   }
   cpAsyncWait<0>();
-  return SumRest{tile, nStaged, skipped, nanBlocks};
+  return SumRest{tile, nStaged, G, skipped, nanBlocks};
 }
 
 }  // namespace dev

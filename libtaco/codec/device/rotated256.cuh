@@ -185,24 +185,21 @@ __device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t wa
   if (warp < nFull) stage(0);
   cpAsyncCommit();
   int s = 0;
-  for (size_t tile = warp; tile < nTiles; tile += nWarps) {
+  size_t tile = warp;
+  for (; tile < nFull; tile += nWarps) {  // whole tiles, staged: one straight path
     __syncwarp();  // every lane is done with the slot about to be refilled
     next += step;
     if (tile + nWarps < nFull) stage(s ^ 1);
     cpAsyncCommit();
-    const size_t block = tile * 4 + g;
-    if (tile < nFull) {
-      cpAsyncWait<1>();
-      __syncwarp();  // the other lanes' copies have landed too
-      float4* buf = reinterpret_cast<float4*>(group + s * kCompressSlotUnits);
-      rotated256CompressBlock<T, FMT>(a, block, t, reinterpret_cast<const char*>(stagingArea),
-                            readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf);
-    } else {
-      compressBlockTile<T, FMT, false>(a, block, t, nullptr);
-    }
+    cpAsyncWait<1>();
+    __syncwarp();  // the other lanes' copies have landed too
+    float4* buf = reinterpret_cast<float4*>(group + s * kCompressSlotUnits);
+    rotated256CompressBlock<T, FMT>(a, tile * 4 + g, t, reinterpret_cast<const char*>(stagingArea),
+                          readOffset + (uint32_t)(s * kCompressSlotUnits * 16), buf);
     s ^= 1;
   }
   cpAsyncWait<0>();
+  for (; tile < nTiles; tile += nWarps) compressBlockTile<T, FMT, false>(a, tile * 4 + g, t, nullptr);  // the rest
 }
 
 // ---- Compress of 16-bit inputs: four lanes per block, 64 elements per lane. Per
@@ -343,22 +340,22 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t wa
   };
   if (warp < nFull) stage(warp, 0);
   cpAsyncCommit();
-  for (uint32_t tile = warp, s = 0; tile < nTiles; tile += nWarps, s ^= 1) {
+  uint32_t tile = warp;
+  for (uint32_t s = 0; tile < nFull; tile += nWarps, s ^= 1) {  // whole tiles, staged: one straight path
     __syncwarp();  // every lane is done with the slot about to be refilled
     if (tile + nWarps < nFull) stage(tile + nWarps, s ^ 1);
     cpAsyncCommit();
-    if (tile < nFull) {
-      cpAsyncWait<1>();
-      __syncwarp();  // the other lanes' copies have landed too
-      fourLaneCompressBlock<T, FMT>(a, (size_t)tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
-                            readOffset + s * (kSlotUnits * 16), buf);
-    } else {
-#pragma unroll 1
-      for (int h = 0; h < 2; ++h)
-        compressBlockTile<T, FMT, false>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
-    }
+    cpAsyncWait<1>();
+    __syncwarp();  // the other lanes' copies have landed too
+    fourLaneCompressBlock<T, FMT>(a, (size_t)tile * kBlocks + g, t, reinterpret_cast<const char*>(stagingArea),
+                          readOffset + s * (kSlotUnits * 16), buf);
   }
   cpAsyncWait<0>();
+  for (; tile < nTiles; tile += nWarps) {  // the rest, eight lanes a block through the general load
+#pragma unroll 1
+    for (int h = 0; h < 2; ++h)
+      compressBlockTile<T, FMT, false>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
+  }
 }
 
 }  // namespace fourLane
@@ -438,7 +435,8 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
   }
   int s = 0;
   T* y = static_cast<T*>(a.y);
-  for (uint32_t tile = warp; tile < nTiles; tile += nWarps) {
+  uint32_t tile = warp;
+  for (; tile < nFull; tile += nWarps) {  // whole tiles, staged: one straight path
     // refills the slot of the tile before this one, read (fetched) one iteration ago,
     // before this iteration's first __syncwarp
     const int ahead = s == 0 ? D - 1 : s - 1;
@@ -447,42 +445,43 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
     cpAsyncCommit();
     const size_t block = (size_t)tile * 4 + g;
     float v[kPerThread];
-    if (tile < nFull) {
-      const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
-      const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
-      const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
-      const uint32_t packed[6] = {cw[0].x, cw[0].y, cw[0].z, cw[0].w, cw[1].x, cw[1].y};  // INT6
+    const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
+    const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
+    const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
+    const uint32_t packed[6] = {cw[0].x, cw[0].y, cw[0].z, cw[0].w, cw[1].x, cw[1].y};  // INT6
 #pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        float f[16];
-        if constexpr (FMT == kFmtInt6) {
-          decodeInt6Run(packed + 3 * k, f);  // decode() of each code, no conversion
-        } else {
-          uint8_t c[16];
-          memcpy(c, &cw[k], 16);
-          decodeChunk<16, FMT>(c, f);
-        }
-#pragma unroll
-        for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
+    for (int k = 0; k < 2; ++k) {
+      float f[16];
+      if constexpr (FMT == kFmtInt6) {
+        decodeInt6Run(packed + 3 * k, f);  // decode() of each code, no conversion
+      } else {
+        uint8_t c[16];
+        memcpy(c, &cw[k], 16);
+        decodeChunk<16, FMT>(c, f);
       }
-      const int nextSlot = s + 1 == D ? 0 : s + 1;
-      if (tile + nWarps < nFull) {
-        cpAsyncWait<D - 2>();  // the next tile's copies (this thread's)
-        fetch(nextSlot);
-      }
-      transposedFwht(v, buf + 9 * t, buf + t);
-      if (K != 0) unshiftAll(v, K, !wideScale(sc));
-      T* out = y + block * 256 + 4 * t;
 #pragma unroll
-      for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
-    } else {
-      const bool active = block < a.nBlocks;
-      accumulateTile<T, FMT>(a, block, t, active, v);
-      if (active) storeValues<T>(y, block, t, a, v);
+      for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
     }
+    const int nextSlot = s + 1 == D ? 0 : s + 1;
+    if (tile + nWarps < nFull) {
+      cpAsyncWait<D - 2>();  // the next tile's copies (this thread's)
+      fetch(nextSlot);
+    }
+    transposedFwht(v, buf + 9 * t, buf + t);
+    if (K != 0) unshiftAll(v, K, !wideScale(sc));
+    T* out = y + block * 256 + 4 * t;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
     s = s + 1 == D ? 0 : s + 1;
   }
   cpAsyncWait<0>();
+  for (; tile < nTiles; tile += nWarps) {  // the rest, through the general loads
+    const size_t block = (size_t)tile * 4 + g;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    accumulateTile<T, FMT>(a, block, t, active, v);
+    if (active) storeValues<T>(y, block, t, a, v);
+  }
 }
 
 }  // namespace rotated256

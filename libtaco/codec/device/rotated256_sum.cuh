@@ -16,9 +16,9 @@
 // Pipeline: a tile (a warp's 4 blocks) is a sequence of units, one 32-byte staging area
 // per lane each: input q's codes (and lane 0 of each block its scales), then the exact
 // input's elements in 32-byte parts, kSumDepth - 1 units ahead across tiles (cp.async),
-// so that the P - 1 inputs' loads are in flight together. K is input 0's shift; a later
-// input that shifts further (only at the extremes of the range) sends the tile to the
-// general path, as do tiles not wholly inside `count`.
+// so that the P - 1 inputs' loads are in flight together. K is input 0's shift; a tile
+// with K > 0, or a later input that shifts further (only at the extremes of the range), is
+// left to the general path, as are tiles not wholly inside `count`.
 #pragma once
 #include "codec/device/rotated256.cuh"
 
@@ -96,23 +96,25 @@ __device__ __forceinline__ bool reduceCompressBlock(const Args& a, size_t block,
   return bad;
 }
 
-// Exact part E (N elements) into v, as finishSum: v + x, at K = 64 unshiftAddTop.
+// Exact part E (N elements) into v, as finishSum at K <= 0: v + x.
 template <int E, int N>
-__device__ __forceinline__ void addExactPart(float (&v)[kPerThread], const float (&f)[N], int K, bool sat) {
+__device__ __forceinline__ void addExactPart(float (&v)[kPerThread], const float (&f)[N]) {
   if constexpr ((E + 1) * N <= kPerThread) {
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[E * N + i] = K > 0 ? unshiftAddTop(v[E * N + i], f[i], sat) : v[E * N + i] + f[i];
+    for (int i = 0; i < N; ++i) v[E * N + i] = v[E * N + i] + f[i];
   }
 }
 
 // This warp's tiles (warp, warp + nWarps, ...; 4 blocks each, this lane t of block g) of
 // a sum of a.in.n >= 1 inputs whose headers matched, a.vec (MODE: kAccumulate or
-// kReduceCompress). Dynamic shared memory: kSumUnits * 16 bytes.
+// kReduceCompress): those wholly inside `count` whose decode shifts are a plain sum's
+// (stagedShifts, input 0 the first group), in a loop of one straight path. It returns the
+// rest, which the caller hands to generalTiles (4 blocks a tile there too). Dynamic shared
+// memory: kSumUnits * 16 bytes.
 template <typename T, int MODE, int FMT>
-__device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp, uint32_t nWarps, int g, int t) {
+__device__ __forceinline__ SumRest rotated256SumTiles(const Args& a, uint32_t warp, uint32_t nWarps, int g, int t) {
   constexpr int D = kSumDepth;
   extern __shared__ uint4 stagingArea[];
-  const uint32_t nTiles = (uint32_t)((a.nBlocks + 3) / 4);
   const uint32_t nFull = (uint32_t)(a.count / 1024);  // tiles wholly inside count
   const int k = a.in.n;
   const int units = k + (a.x != nullptr ? kExactUnits<T> : 0);
@@ -170,27 +172,28 @@ __device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp,
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
   int s = 0;
-  bool nanBlocks = false;
-  for (uint32_t tile = warp; tile < nTiles; tile += nWarps) {
+  bool skipped = false;    // a tile was left to the general loop (stagedShifts)
+  bool nanBlocks = false;  // a block of this warp's was written as a NaN block (wideBlocks)
+  uint32_t tile = warp;
+  for (; tile < nFull; tile += nWarps) {
     const size_t block = (size_t)tile * 4 + g;
-    const bool staged = tile < nFull;  // warp-uniform
     float v[kPerThread];
     int K = 0;
-    bool sat = false, reshift = false;
+    bool skip = false;  // warp-uniform: not stagedShifts; its units are still waited for
     for (int u = 0; u < units; ++u) {
       __syncwarp();  // every lane has read the slot computed one unit ago
       stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
       cpAsyncWait<D - 1>();                                  // this unit's copies have landed
       __syncwarp();                                          // lane 0's scales too
-      if (staged && u < k) {
+      if (u < k) {
         const float2 sp = *scalesAt(s);
         const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
         const int Kq = decodeShift(sc, alpha, a.k.c);
-        if (u == 0) {
-          K = Kq;
-          sat = k == 1 && !wideScale(sc);
-        } else if (Kq > K) {
-          reshift = true;
+        if (u == 0) K = Kq;
+        skip = skip || __any_sync(0xffffffffu, u == 0 ? K > 0 : Kq > K);
+        if (skip) {
+          s = s + 1 == D ? 0 : s + 1;
+          continue;
         }
         const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
         uint32_t cw[8];  // this lane's 32 codes (INT6: 24 bytes in cw[0..5])
@@ -223,9 +226,9 @@ __device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp,
         }
         if (u == k - 1) {
           transposedFwht(v, buf + 9 * t, buf + t);
-          if (K < 0 || (K > 0 && a.x == nullptr)) unshiftAll(v, K, sat);  // K = 64 with x: below
+          if (K < 0) unshiftAll(v, K, false);
         }
-      } else if (staged) {  // exact part u - k, as finishSum: v + x, at K = 64 unshiftAddTop
+      } else if (!skip) {  // exact part u - k, as finishSum (K <= 0: the plain add)
         constexpr int N = kPerThread / kExactUnits<T>;  // elements per part
         RawChunks<T, N> raw;
         raw.c[0] = areaAt(s)[swap];
@@ -233,19 +236,19 @@ __device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp,
         float f[N];
         rawToFloat<T, N>(raw, f);
         switch (u - k) {  // v indexed by constants only, else it lives in local memory
-          case 0: addExactPart<0>(v, f, K, sat); break;
-          case 1: addExactPart<1>(v, f, K, sat); break;
-          case 2: addExactPart<2>(v, f, K, sat); break;
-          default: addExactPart<3>(v, f, K, sat); break;
+          case 0: addExactPart<0>(v, f); break;
+          case 1: addExactPart<1>(v, f); break;
+          case 2: addExactPart<2>(v, f); break;
+          default: addExactPart<3>(v, f); break;
         }
       }
       s = s + 1 == D ? 0 : s + 1;
     }
-    if (!staged || __any_sync(0xffffffffu, reshift)) {  // the whole warp: the general path's shuffles
-      const bool active = block < a.nBlocks;
-      finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
-      nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
-    } else if constexpr (MODE == kAccumulate) {
+    if (skip) {
+      skipped = true;
+      continue;
+    }
+    if constexpr (MODE == kAccumulate) {
       T* out = static_cast<T*>(a.y) + block * 256 + 4 * t;
 #pragma unroll
       for (int q = 0; q < 8; ++q) store4<T>(out + 32 * q, &v[4 * q], a.streamOut);
@@ -254,8 +257,7 @@ __device__ __forceinline__ void rotated256SumTiles(const Args& a, uint32_t warp,
     }
   }
   cpAsyncWait<0>();
-  if (MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlocks))
-    wideBlocks<T, FMT>(a, warp, nWarps, nTiles, 4, g, t);
+  return SumRest{tile, nFull, 1, skipped, nanBlocks};
 }
 
 }  // namespace rotated256

@@ -163,25 +163,47 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  SumRest rest = allTiles(w.warp);  // what the staged loops leave to the general loads
+  bool rotated = false;             // the rotated256 layout took the piece
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a) && a.in.n >= 1 && inputsOk) {
       const uint32_t warp = (uint32_t)w.warp, nWarps = (uint32_t)w.nWarps;
-      if (MODE == kAccumulate && a.in.n == 1 && a.x == nullptr)
+      if (MODE == kAccumulate && a.in.n == 1 && a.x == nullptr) {
         rotated256::rotated256DecompressTiles<T, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
-      else
-        rotated256::rotated256SumTiles<T, MODE, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
+        return;
+      }
+      rest = rotated256::rotated256SumTiles<T, MODE, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
+      rotated = true;
+    }
+  }
+  if (!rotated) {
+    if (MODE == kAccumulate && formatInfo(FMT).stagedTiles && a.vec && a.in.n == 1 && a.x == nullptr &&
+        inputsOk) {
+      genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
+      return;
+    }
+    if (takesStagedSum<FMT>(a, inputsOk))  // k inputs (+ exact), staged
+      rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+  }
+  generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
+}
+
+// Decode a's one input (no exact input) into a.y: sumPiece's plain decompress, without the
+// sums' loops, which the fused two-shot's gather never takes (their registers spilled there).
+template <typename T, int FMT, bool ROT>
+__device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool inputsOk) {
+  if constexpr (ROT && kRotated256Format<FMT>) {
+    if (rotated256Piece(a) && inputsOk) {
+      rotated256::rotated256DecompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane >> 3, w.lane & 7);
       return;
     }
   }
-  if (MODE == kAccumulate && formatInfo(FMT).stagedTiles && a.vec && a.in.n == 1 && a.x == nullptr &&
-      inputsOk) {
+  const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
+  const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
+  if (formatInfo(FMT).stagedTiles && a.vec && inputsOk)
     genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
-    return;
-  }
-  SumRest rest = allTiles(w.warp);
-  if (takesStagedSum<FMT>(a, inputsOk))  // k inputs (+ exact), staged; the rest through the general loads
-    rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
-  generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
+  else
+    generalTiles<T, kAccumulate, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
 }
 
 // Where the staged sum is a kernel's main loop (the fused two-shot's reduce, the one-shot's
@@ -343,7 +365,7 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
           a.in.ptr[a.in.n++] = slotOf(L, j, ch.parity, j);
           a.y = recv + pieceOff(L, j, ch) * eb;
         },
-        [&](PieceArgs& p, const Who& share) { sumPiece<T, kAccumulate, FMT, ROT>(p.a, share, p.inputsOk); });
+        [&](PieceArgs& p, const Who& share) { decodePiece<T, FMT, ROT>(p.a, share, p.inputsOk); });
   }
 }
 
