@@ -179,7 +179,7 @@ __device__ __forceinline__ SumRest rotated256SumTiles(const Args& a, uint32_t wa
     const size_t block = (size_t)tile * 4 + g;
     float v[kPerThread];
     int K = 0;
-    bool skip = false;  // warp-uniform: not stagedShifts; its units are still waited for
+    bool skip = false;  // this lane's block is not stagedShifts: its sum is wasted, and the warp's tile is left
     for (int u = 0; u < units; ++u) {
       __syncwarp();  // every lane has read the slot computed one unit ago
       stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
@@ -190,11 +190,7 @@ __device__ __forceinline__ SumRest rotated256SumTiles(const Args& a, uint32_t wa
         const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
         const int Kq = decodeShift(sc, alpha, a.k.c);
         if (u == 0) K = Kq;
-        skip = skip || __any_sync(0xffffffffu, u == 0 ? K > 0 : Kq > K);
-        if (skip) {
-          s = s + 1 == D ? 0 : s + 1;
-          continue;
-        }
+        skip = skip || (u == 0 ? K > 0 : Kq > K);  // the warp votes once, after the tile's units
         const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
         uint32_t cw[8];  // this lane's 32 codes (INT6: 24 bytes in cw[0..5])
         if constexpr (FMT == kFmtInt6) {
@@ -228,7 +224,7 @@ __device__ __forceinline__ SumRest rotated256SumTiles(const Args& a, uint32_t wa
           transposedFwht(v, buf + 9 * t, buf + t);
           if (K < 0) unshiftAll(v, K, false);
         }
-      } else if (!skip) {  // exact part u - k, as finishSum (K <= 0: the plain add)
+      } else {  // exact part u - k, as finishSum (K <= 0: the plain add)
         constexpr int N = kPerThread / kExactUnits<T>;  // elements per part
         RawChunks<T, N> raw;
         raw.c[0] = areaAt(s)[swap];
@@ -244,7 +240,7 @@ __device__ __forceinline__ SumRest rotated256SumTiles(const Args& a, uint32_t wa
       }
       s = s + 1 == D ? 0 : s + 1;
     }
-    if (skip) {
+    if (__any_sync(0xffffffffu, skip)) {
       skipped = true;
       continue;
     }
