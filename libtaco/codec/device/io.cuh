@@ -296,7 +296,8 @@ __device__ __forceinline__ void packInt6Quad(const uint32_t* w, uint32_t* o) {
 
 // Codes of chunk j: V bytes (V/2 for INT4, 3V/4 for INT6) at a V-aligned element offset. VEC:
 // every pointer is 16-byte aligned (a.vec), a compile-time choice so that the byte
-// loads of the unaligned path are not issued, predicated off, beside the vector load.
+// loads of the unaligned path are not issued, predicated off, beside the vector load (INT4's
+// V/2 bytes too: one 4- or 2-byte load).
 template <int V, int FMT, bool VEC>
 __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, int t, const Args& a, int j,
                                           uint8_t (&c)[V]) {
@@ -321,11 +322,23 @@ __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, in
       for (int i = 0; i < V; ++i) c[i] = p[i];
     }
   } else {
+    uint8_t b[V / 2];
+    if (VEC) {  // V / 2 bytes at a V / 2-aligned offset: one load, not V / 2
+      if (V == 8) {
+        const uint32_t w = __ldg(reinterpret_cast<const uint32_t*>(p));
+        memcpy(b, &w, V / 2);
+      } else {
+        const unsigned short w = __ldg(reinterpret_cast<const unsigned short*>(p));
+        memcpy(b, &w, V / 2);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V / 2; ++i) b[i] = p[i];
+    }
 #pragma unroll
     for (int i = 0; i < V / 2; ++i) {
-      uint8_t b = p[i];
-      c[2 * i] = b & 0xf;
-      c[2 * i + 1] = b >> 4;
+      c[2 * i] = b[i] & 0xf;
+      c[2 * i + 1] = b[i] >> 4;
     }
   }
 }
@@ -357,8 +370,23 @@ __device__ __forceinline__ void storeCodes(uint8_t* codes, size_t block, int t, 
       for (int i = 0; i < V; ++i) p[i] = c[i];
     }
   } else {
+    uint8_t b[V / 2];
 #pragma unroll
-    for (int i = 0; i < V / 2; ++i) p[i] = (uint8_t)((c[2 * i] & 0xf) | (c[2 * i + 1] << 4));
+    for (int i = 0; i < V / 2; ++i) b[i] = (uint8_t)((c[2 * i] & 0xf) | (c[2 * i + 1] << 4));
+    if (VEC || a.vec) {  // one store, not V / 2
+      if (V == 8) {
+        uint32_t w;
+        memcpy(&w, b, V / 2);
+        *reinterpret_cast<uint32_t*>(p) = w;
+      } else {
+        unsigned short w;
+        memcpy(&w, b, V / 2);
+        *reinterpret_cast<unsigned short*>(p) = w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V / 2; ++i) p[i] = b[i];
+    }
   }
 }
 
