@@ -177,14 +177,15 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
       rotated = true;
     }
   }
-  if (!rotated) {
-    if (MODE == kAccumulate && formatInfo(FMT).stagedTiles && a.vec && a.in.n == 1 && a.x == nullptr &&
-        inputsOk) {
-      genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
-      return;
+  if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipelines copy a chunk's codes whole
+    if (!rotated) {
+      if (MODE == kAccumulate && a.vec && a.in.n == 1 && a.x == nullptr && inputsOk) {
+        genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+        return;
+      }
+      if (takesStagedSum<T, FMT>(a, inputsOk))  // k inputs (+ exact), staged
+        rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
     }
-    if (takesStagedSum<FMT>(a, inputsOk))  // k inputs (+ exact), staged
-      rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
   }
   generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
 }
@@ -201,10 +202,13 @@ __device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool in
   }
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  if (formatInfo(FMT).stagedTiles && a.vec && inputsOk)
-    genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
-  else
-    generalTiles<T, kAccumulate, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
+  if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipeline copies a chunk's codes whole
+    if (a.vec && inputsOk) {
+      genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+      return;
+    }
+  }
+  generalTiles<T, kAccumulate, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
 }
 
 // Where the staged sum is a kernel's main loop (the fused two-shot's reduce, the one-shot's
