@@ -19,7 +19,6 @@ struct FormatInfo {
   int packCodes;        // packing: packCodes codes fill packBytes bytes (docs/format.md)
   int packBytes;
   uint8_t nanCode;      // written for every element of a block that held NaN or Inf
-  bool stagedTiles;     // the staged (cp.async) decompress and sum pipelines: they copy a byte per code
   bool rotated256;      // the codec's rotated B = 256 kernel: byte codes or INT6 (INT4's nibbles: no)
   bool rotated256Sums;  // the rotated256 layout past compress and plain decompress: the sum kernels (k inputs,
                         // reduce-compress) and the peer kernels (a build-size choice)
@@ -29,15 +28,15 @@ struct FormatInfo {
 // complement zero, so a NaN block's codes are zero bytes. taco-e5m2 keeps the peer kernels'
 // generic path: three kernels fewer to build.
 constexpr FormatInfo formatInfo(int fmt) {
-  // bits, qmax, packCodes, packBytes, nanCode, stagedTiles, rotated256, rotated256Sums
+  // bits, qmax, packCodes, packBytes, nanCode, rotated256, rotated256Sums
   switch (fmt) {
-    case kFmtE4M3: return FormatInfo{8,  448.0f,   1, 1, 0x7f, true,  true,  true};
-    case kFmtE5M2: return FormatInfo{8,  57344.0f, 1, 1, 0x7f, true,  true,  false};
-    case kFmtInt8: return FormatInfo{8,  127.0f,   1, 1, 0,    true,  true,  true};
-    case kFmtInt6: return FormatInfo{6,  31.0f,    4, 3, 0,    false, true,  true};
-    case kFmtInt4: return FormatInfo{4,  7.0f,     2, 1, 0,    false, false, false};
-    case kFmtBf16: return FormatInfo{16, 1.0f,     1, 2, 0,    false, false, false};
-    default:       return FormatInfo{0,  1.0f,     1, 1, 0,    false, false, false};  // kFmtRaw
+    case kFmtE4M3: return FormatInfo{8,  448.0f,   1, 1, 0x7f, true,  true};
+    case kFmtE5M2: return FormatInfo{8,  57344.0f, 1, 1, 0x7f, true,  false};
+    case kFmtInt8: return FormatInfo{8,  127.0f,   1, 1, 0,    true,  true};
+    case kFmtInt6: return FormatInfo{6,  31.0f,    4, 3, 0,    true,  true};
+    case kFmtInt4: return FormatInfo{4,  7.0f,     2, 1, 0,    false, false};
+    case kFmtBf16: return FormatInfo{16, 1.0f,     1, 2, 0,    false, false};
+    default:       return FormatInfo{0,  1.0f,     1, 1, 0,    false, false};  // kFmtRaw
   }
 }
 
@@ -46,17 +45,29 @@ constexpr size_t codeBytes(CodeFormat f, size_t n) {
   return n / (size_t)formatInfo(f).packCodes * (size_t)formatInfo(f).packBytes;
 }
 
-// The rows agree with themselves: a packing unit holds its codes' bits, the staged pipelines see
-// a byte per code, and the peer kernels' rotated256 layout is the codec kernel's.
+// The rows agree with themselves: a packing unit holds its codes' bits, and the peer kernels'
+// rotated256 layout is the codec kernel's.
 constexpr bool formatRowsConsistent() {
   for (int f = 0; f < kNumCodeFormats; ++f) {
     const FormatInfo r = formatInfo(f);
     if (r.bits != 0 && r.packCodes * r.bits != 8 * r.packBytes) return false;
-    if (r.stagedTiles && r.bits != 8) return false;
     if (r.rotated256Sums && !r.rotated256) return false;
   }
   return true;
 }
+
+// Bytes of one 16-byte chunk's codes (16 / elemBytes elements) that the staged (cp.async)
+// decompress and sum pipelines of the generic block path copy in one piece, or 0 where they do
+// not take the format: cp.async copies 4, 8 or 16 bytes, so byte codes in every type and INT4's
+// nibbles in 16-bit types (4 bytes a chunk); not INT4 in fp32 (2 bytes), INT6 (6 or 3 bytes), nor
+// the formats that are not block codes.
+constexpr int stagedChunkBytes(int fmt, int elemBytes) {
+  const int bits = formatInfo(fmt).bits;
+  if (bits == 0 || bits > 8) return 0;
+  const int bytes = 16 / elemBytes * bits / 8;
+  return bytes == 4 || bytes == 8 || bytes == 16 ? bytes : 0;
+}
+constexpr bool stagedCodes(int fmt, int elemBytes) { return stagedChunkBytes(fmt, elemBytes) != 0; }
 static_assert(formatRowsConsistent(), "format rows");
 
 // fn(std::integral_constant<int, FMT>{}) for the block format fmt, a run-time value (`none` for

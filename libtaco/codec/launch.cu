@@ -11,6 +11,7 @@
 #include "codec/device/rotated256_sum.cuh"  // the staging constants (shared memory sizes)
 #include "codec/kernels.h"
 #include "codec/launch.h"
+#include "core/dtype.h"
 
 namespace taco {
 
@@ -116,8 +117,8 @@ int ctasPerSm(bool blocked, bool rotated256Path, bool sumPath) {
 
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
 // dynamic shared memory; fastPath = takesRotated256Kernel(), sumPath = takesRotated256SumKernel().
-// The staged pipelines copy a byte per code: sums of several inputs (decompress-accumulate,
-// reduce-compress) of the other formats (FormatInfo::stagedTiles false: INT4, INT6) take
+// The staged pipelines copy a chunk's codes whole: sums of several inputs (decompress-accumulate,
+// reduce-compress) of the other formats (stagedCodes false: INT6, and INT4 in fp32) take
 // generalTiles, without shared memory.
 template <typename T, int MODE>
 KernelFn blockKernel(const Args& a, int fmt, bool fastPath, bool sumPath, size_t& smem) {
@@ -136,7 +137,7 @@ KernelFn blockKernel(const Args& a, int fmt, bool fastPath, bool sumPath, size_t
   }
   smem = MODE == kCompress                ? genericCompressSmemBytes(dtype)
          : plainDecompress(a, MODE)       ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
-         : formatInfo(fmt).stagedTiles    ? genericSumSmemBytes(dtype)         // genericSumTiles
+         : stagedCodes(fmt, (int)dtypeBytes(dtype)) ? genericSumSmemBytes(dtype)  // genericSumTiles
                                           : 0;
   return blockCodecKernelFor<T, MODE>(fmt);
 }

@@ -116,6 +116,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     return setError(tacoInvalidArgument, "tacoAllReduce: count %zu takes %zu chunks of scratch, more than %d",
                     s0.count, plan.nChunks, INT32_MAX);
   const size_t largest = peerLaunchGeometry(L, plan, s0.count, s0.dtype);
+  L.nChunks = (int)plan.nChunks;
   peerLaunchInit(L, plan.codec, s0.dtype);
 
   // Loopback: one launch for the whole world, on rank 0's stream, joined with the others'.

@@ -14,6 +14,7 @@
 #include "codec/codec.h"
 #include "codec/device/args.h"
 #include "codec/launch.h"
+#include "core/dtype.h"
 #include "core/params.h"
 
 namespace taco {
@@ -136,14 +137,14 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   const bool rot = L.proto.k.rotate && L.proto.k.B == 256;  // the rotated256 layout may apply
   const int fmt = d != nullptr ? d->format : -1;
   // The block kernels stage tiles through shared memory (the compress, plain decompress and,
-  // for a byte per code, the multi-input sum pipelines: sumPiece; the rotated256 layout's).
+  // for codes it copies a chunk at a time, the multi-input sum pipelines: sumPiece; the rotated256 layout's).
   size_t smem = 0;
   if (L.algo != tacoAlgoOneShotRaw) {
     smem = std::max(genericCompressSmemBytes(dtype), genericDecompressSmemBytes(dtype));
     if (rot)
       smem = std::max({smem, rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype),
                        rotated256SumSmemBytes(dtype)});
-    if (formatInfo(d->format).stagedTiles) smem = std::max(smem, genericSumSmemBytes(dtype));
+    if (stagedCodes(d->format, (int)dtypeBytes(dtype))) smem = std::max(smem, genericSumSmemBytes(dtype));
   }
   // The fused two-shot: a launch per phase (coll/device/peer_kernels.cuh says why), each
   // launched early (TACO_PEER_EARLY_LAUNCH, sm_90) where this launch's ranks are all the

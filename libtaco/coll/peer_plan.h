@@ -4,8 +4,10 @@
 //
 // One rank's scratch, `bytes` long and the same layout on every rank:
 //   [0, kControlBytes)       control words, each on its own 128-byte line:
-//                            the epoch (calls completed), per-phase arrival
-//                            counters, the finish counter, the failed word
+//                            the epoch (launches, each call's rounded up to
+//                            even), per-phase arrival counters, the finish
+//                            counter, the failed word, the scatter's counter
+//                            of odd epochs
 //   [kFlagsOffset, ...)      flags[phase][src], one 32-bit word per 128-byte line,
 //                            written by rank src with release semantics
 //   [kDataOffset, ...)       two halves of data, used by alternate epochs (parity)
@@ -29,6 +31,10 @@ constexpr size_t kCtlEpoch = 0;           // line indices in the control area
 constexpr size_t kCtlArrive = 1;          // + phase
 constexpr size_t kCtlFinish = kCtlArrive + kPeerPhases;
 constexpr size_t kCtlFailed = kCtlFinish + 1;
+// The fused scatter's arrival counter in odd epochs (kCtlArrive + 0 in even ones): the scatter of
+// chunk k may start before that of chunk k - 1 has ended (coll/device/peer_kernels.cuh), whose
+// reset of the counter only a kernel's end makes visible for certain; that of chunk k - 2 has ended.
+constexpr size_t kCtlArriveScatterOdd = kCtlFailed + 1;
 constexpr size_t kControlBytes = 16 * kPeerLine;
 constexpr size_t kFlagsOffset = kControlBytes;
 constexpr size_t kFlagsBytes = (size_t)kPeerPhases * kMaxPeerRanks * kPeerLine;

@@ -94,9 +94,34 @@ void checkCase(const char* spec, int P, size_t chunkBytes, size_t count, tacoDat
   for (int algo : {tacoAlgoFused, tacoAlgoOneShot}) checkGeometry(codec, algo, P, scratch, count, dtype, spec);
 }
 
+// The epochs of consecutive calls of n1, n2, ... chunks (coll/peer_launch.h): every chunk's
+// phases read E0 + k from the epoch word, whether the scatter of chunk k >= 1 reads it before
+// or after chunk k - 1's gather has advanced it; the chunks' epochs follow one another, their
+// halves alternate, their flags (epoch + 1) only grow, and every call starts at an even word,
+// across the wrap of the 32-bit word too.
+void checkEpochs(uint32_t word, std::initializer_list<int> calls) {
+  uint32_t lastFlag = word;  // flags start below every epoch + 1
+  for (int n : calls) {
+    TEST_ASSERT((word & 1u) == 0);  // a call starts even
+    const uint32_t e0 = word;
+    for (int k = 0; k < n; ++k) {
+      const uint32_t exact = peerChunkEpoch(word, k);  // B, C, and a scatter that waited
+      TEST_ASSERT(exact == e0 + (uint32_t)k);
+      if (k >= 1) TEST_ASSERT(peerChunkEpoch(word - 1u, k) == exact);  // the previous gather still runs
+      TEST_ASSERT((int)(exact & 1u) == (k & 1));                        // halves alternate
+      TEST_ASSERT((int32_t)(exact + 1u - lastFlag) > 0);                 // flags only grow
+      lastFlag = exact + 1u;
+      word = peerNextEpoch(exact, k, n);  // the gather's last CTA
+      TEST_ASSERT(word == (k == n - 1 ? e0 + (uint32_t)(n + (n & 1)) : exact + 1u));
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
+  checkEpochs(0, {1, 1, 4, 3, 2, 5, 7, 1});
+  checkEpochs(0xfffffff8u, {3, 1, 4, 5, 2});
   // Every blocked codec of the registry at its default block size, and two other block sizes.
   std::vector<const char*> codecs;
   for (int id = 0; id < tacoNumCodecs; ++id)

@@ -2,6 +2,8 @@
 // and the packing of four codes into the word that is stored, apart from the block
 // math so that the loops that stage chunks and the ones that load them share them.
 #pragma once
+#include <type_traits>
+
 #include "codec/device/io.cuh"
 
 namespace taco {
@@ -29,6 +31,33 @@ __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
     for (int i = 0; i < V; ++i) out[i] = decode(c[i], (CodeFormat)FMT);
   }
 }
+
+// One chunk's codes as the staged pipelines copy them (stagedChunkBytes, codec/format.h): a
+// word of V bytes, or of V / 2 for INT4's nibbles (element 2i in the low nibble of byte i), at
+// byte offset byteOffset(e0) of the codes for a chunk whose first element is e0.
+template <int V, int FMT>
+struct StagedChunk {
+  static constexpr int kBytes = V * formatInfo(FMT).bits / 8;
+  static_assert(kBytes == 4 || kBytes == 8, "the staged pipelines copy 4 or 8 bytes of codes a chunk");
+  using Word = typename std::conditional<kBytes == 8, uint2, uint32_t>::type;
+  __device__ __forceinline__ static size_t byteOffset(size_t e0) {
+    if constexpr (formatInfo(FMT).bits == 4) return e0 / 2;  // e0 is a chunk's first element: even
+    else return e0;
+  }
+  __device__ __forceinline__ static void unpack(const Word& w, uint8_t (&c)[V]) {
+    if constexpr (FMT == kFmtInt4) {
+      uint8_t b[V / 2];
+      memcpy(b, &w, V / 2);
+#pragma unroll
+      for (int i = 0; i < V / 2; ++i) {
+        c[2 * i] = b[i] & 0xf;
+        c[2 * i + 1] = b[i] >> 4;
+      }
+    } else {
+      memcpy(c, &w, V);
+    }
+  }
+};
 
 template <int V, int FMT>
 __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (&c)[V]) {

@@ -18,7 +18,8 @@ template <typename T, int FMT>
 __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                                 int groupsPerWarp, int groupInWarp, int t) {
   constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
-  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  using Chunk = StagedChunk<V, FMT>;
+  using Word = typename Chunk::Word;  // one chunk's codes
   extern __shared__ uint4 stagingArea[];
   uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
   const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[0]);
@@ -36,7 +37,8 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
       const size_t block = tile * groupsPerWarp + groupInWarp;
 #pragma unroll
       for (int j = 0; j < NCH; ++j)
-        cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + block * a.k.B + (size_t)(t + a.k.tpb * j) * V, V);
+        cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + Chunk::byteOffset(block * a.k.B + (size_t)(t + a.k.tpb * j) * V),
+                sizeof(Word));
       cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
     }
     cpAsyncCommit();
@@ -58,7 +60,7 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
     for (int j = 0; j < NCH; ++j) {
       const Word cw = *codesAt(s, j);
       uint8_t c[V];
-      memcpy(c, &cw, V);
+      Chunk::unpack(cw, c);
       float f[V];
       decodeChunk<V, FMT>(c, f);
 #pragma unroll

@@ -71,13 +71,14 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
-// sum (genericSumTiles): one compressed input or more whose headers matched, a byte per
-// code (FormatInfo::stagedTiles: cp.async copies 4, 8 or 16 bytes; INT4's nibbles and
-// INT6's 3- and 6-byte chunks take generalTiles), and aligned pointers. Plain decompress
-// (one input, no exact input) has a pipeline of its own, genericDecompressTiles.
-template <int FMT>
+// sum (genericSumTiles): one compressed input or more whose headers matched, codes that
+// cp.async copies a chunk at a time (stagedCodes, codec/format.h: byte codes, and INT4 in
+// 16-bit types; INT4 in fp32 and INT6 take generalTiles), and aligned pointers. Plain
+// decompress (one input, no exact input) has a pipeline of its own, genericDecompressTiles.
+// The callers test stagedCodes at compile time (the pipelines are not instantiated without it).
+template <typename T, int FMT>
 __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
-  return formatInfo(FMT).stagedTiles && a.vec && inputsOk && a.in.n >= 1;
+  return stagedCodes(FMT, sizeof(T)) && a.vec && inputsOk && a.in.n >= 1;
 }
 
 // This thread's codes of one staged input (NCH words, a warp apart), decoded and
@@ -90,7 +91,7 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, float d, flo
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     const Word cw = codes[j * 32];
     uint8_t c[V];
-    memcpy(c, &cw, V);
+    StagedChunk<V, FMT>::unpack(cw, c);
     float f[V];
     decodeChunk<V, FMT>(c, f);
 #pragma unroll
@@ -126,7 +127,8 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
   const Args copy = SMEM_ARGS ? scalarsOf(a) : Args{};
   const Args& r = SMEM_ARGS ? copy : a;  // every field but the input pointers (a.in.ptr)
   constexpr int D = Stage<T>::kSumDepth, G = Stage<T>::kSumGroup, V = Vec<T>::V, NCH = Vec<T>::NCH;
-  using Word = typename std::conditional<V == 8, uint2, uint32_t>::type;  // one chunk's codes
+  using Chunk = StagedChunk<V, FMT>;
+  using Word = typename Chunk::Word;  // one chunk's codes
   extern __shared__ uint4 stagingArea[];
   uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
   const int k = r.in.n;
@@ -163,7 +165,8 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
           Word* c = codesAt(slot, i);
 #pragma unroll
           for (int j = 0; j < NCH; ++j)
-            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + block * r.k.B + (size_t)(t + r.k.tpb * j) * V, V);
+            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + Chunk::byteOffset(block * r.k.B + (size_t)(t + r.k.tpb * j) * V),
+                    sizeof(Word));
           cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + r.scalesOffset) + perBlock * block,
                   4 * perBlock);
         }

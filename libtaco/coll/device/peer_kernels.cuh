@@ -80,7 +80,8 @@ struct RankEpoch {
 
 __device__ __forceinline__ RankEpoch rankEpoch(const PeerLaunch& L, int r) {
   char* const mine = L.base[r];
-  const uint32_t epoch = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  const uint32_t word = *reinterpret_cast<volatile uint32_t*>(peer::controlWord(mine, kCtlEpoch));
+  const uint32_t epoch = peerChunkEpoch(word, L.chunk);
   return RankEpoch{mine, epoch,
                    peer::WaitGuard{L.abortWord, L.statusWord, peer::controlWord(mine, kCtlFailed), L.timeoutNs,
                                    L.oneGpu != 0}};
@@ -176,14 +177,15 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
       rotated = true;
     }
   }
-  if (!rotated) {
-    if (MODE == kAccumulate && formatInfo(FMT).stagedTiles && a.vec && a.in.n == 1 && a.x == nullptr &&
-        inputsOk) {
-      genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
-      return;
+  if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipelines copy a chunk's codes whole
+    if (!rotated) {
+      if (MODE == kAccumulate && a.vec && a.in.n == 1 && a.x == nullptr && inputsOk) {
+        genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+        return;
+      }
+      if (takesStagedSum<T, FMT>(a, inputsOk))  // k inputs (+ exact), staged
+        rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
     }
-    if (takesStagedSum<FMT>(a, inputsOk))  // k inputs (+ exact), staged
-      rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
   }
   generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
 }
@@ -200,10 +202,13 @@ __device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool in
   }
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  if (formatInfo(FMT).stagedTiles && a.vec && inputsOk)
-    genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);  // staged: a byte per code
-  else
-    generalTiles<T, kAccumulate, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
+  if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipeline copies a chunk's codes whole
+    if (a.vec && inputsOk) {
+      genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+      return;
+    }
+  }
+  generalTiles<T, kAccumulate, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk);
 }
 
 // Where the staged sum is a kernel's main loop (the fused two-shot's reduce, the one-shot's
@@ -307,17 +312,24 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // Early launch (programmatic dependent launch, where coll/allreduce_peer.cu asks for it):
 // a phase lets the next kernel in the stream launch before it ends, so the next phase's
 // CTAs take the SM slots the moment this phase's CTAs leave them, instead of after the
-// kernel's end, the launch and the ramp. B and C let it launch at their start (C: the next
-// chunk's A, whose CTAs wait in gridDependencyWait); A only once each CTA's work is done:
-// B's CTAs, waiting on their flags in the slots of A's first CTAs to finish, made A's last
-// ones slower (measured, docs/results.md). What orders the phases is what ordered them
-// within one launch, the flags; gridDependencyWait keeps the rest:
-//  - A waits for the previous kernel (the last chunk's or call's C) before it reads the
-//    epoch, and only then lets B launch; B and C read the epoch at their start, which the
-//    chunk's own C advances only at its end: every phase of a chunk sees the same epoch.
-//  - B and C wait for their predecessor before they end, so that a phase's end implies
-//    the ends of those before it: the work after the call in the stream (which waits for
-//    C's end) runs after all three, as without early launch.
+// kernel's end, the launch and the ramp. B and C let it launch at their start; A only once
+// each CTA's work is done: B's CTAs, waiting on their flags in the slots of A's first CTAs to
+// finish, made A's last ones slower (measured, docs/results.md). C lets the next chunk's A
+// launch, and that A does its work at once in the slots C's CTAs leave, rather than after C's
+// end. What orders the phases is what ordered them within one launch, the flags, and:
+//  - Every phase waits for its predecessor before it ends (A before it lets B launch), so a
+//    phase's end implies the ends of those before it, and the work after the call in the
+//    stream (which waits for C's end) runs after all of them, as without early launch.
+//  - So A of chunk k >= 1 starts after C of chunk k - 2 ended: its B launched only once A of
+//    k - 1 had waited for that C. The epoch word then holds E0 + k - 1 or E0 + k, and
+//    peerChunkEpoch gives E0 + k from either (coll/peer_launch.h). B and C start after A of
+//    their chunk waited for the previous C, and read E0 + k exactly. A of a call's first chunk
+//    waits for the kernel before it at its start (the previous call's last C may still run).
+//  - What A of chunk k writes is free: it writes half k mod 2 of the peers' slots, whose last
+//    reader was B of chunk k - 2 on that peer, done before our C of k - 2 (which waited for it)
+//    ended; it reads chunk k of sendbuff, which no C or B of an earlier chunk writes (in place,
+//    their chunks' elements are others). The reduced pieces that C of k - 1 still reads are
+//    in the other half.
 // The early CTAs of a phase wait on its flags in SM slots the previous phase no longer
 // uses, so nothing else may need those slots to make progress: early launch is only
 // asked for where this launch's ranks are all the ranks on the GPU.
@@ -339,7 +351,8 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
         },
         [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
     peer::markPhaseEnd(L, kTimelineEndA);
-    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
+    peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0,
+                    ch.parity != 0 ? kCtlArriveScatterOdd : kCtlArrive);
   } else if constexpr (PH == kFusedReduce) {
     if (!peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag, e.guard)) return;
     peer::mark(L, kTimelineWait0);
@@ -354,7 +367,7 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
       sumPiece<T, kReduceCompress, FMT, ROT, kSumArgsInRegisters<T, kReduceCompress, ROT>>(sp[0].a, w, ok);
     }
     peer::markPhaseEnd(L, kTimelineEndB);
-    peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0);
+    peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive + 1);
   } else {
     static_assert(PH == kFusedGather, "a fused kernel runs one phase");
     if (!peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag, e.guard)) return;
@@ -375,8 +388,13 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
 // failed word and give up too, and the last phase still ends the chunk's epoch.
 template <typename T, int FMT, bool ROT, int PH>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
-  if (PH == kFusedScatter) peer::gridDependencyWait();  // the epoch the previous chunk set (early launch)
-  else peer::launchDependents();
+  // A of a call's first chunk waits for the kernel before it (the previous call's C, or other
+  // work); A of a later chunk starts at once, beside the previous chunk's C (see above).
+  if (PH == kFusedScatter) {
+    if (L.chunk == 0) peer::gridDependencyWait();
+  } else {
+    peer::launchDependents();
+  }
   __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
   const Who w = who(L);
   if (w.rank != L.skipRank) {  // fault injection: a skipped rank never arrives
@@ -384,12 +402,14 @@ __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch 
     if (PH == kFusedScatter) peer::markStart(L, w.rank);
     fusedPhase<T, FMT, ROT, PH>(sp, L, w, e);
     if (PH == kFusedGather) {
-      peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
+      peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks));
       peer::mark(L, kTimelineEnd);
     }
   }
-  if (PH == kFusedScatter) peer::launchDependents();  // B launches once our work is done (see above)
-  else peer::gridDependencyWait();  // our end implies the previous phases' (early launch)
+  // Every phase waits for its predecessor before it ends (A only then lets B launch, once its
+  // work is done), so that a phase's end implies the ends of those before it.
+  peer::gridDependencyWait();
+  if (PH == kFusedScatter) peer::launchDependents();
 }
 
 // The one-shot, both phases of the launch's chunk in one launch (small messages want one).
@@ -409,7 +429,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerOneShotKernel(const PeerLaunc
   });
   compressPiece<T, FMT, ROT>(sp[0].a, w);
   peer::markPhaseEnd(L, kTimelineEndA);
-  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive);
   if (peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) {
     peer::mark(L, kTimelineWait0);
     const bool ok = preparePiece(sp[0], L, 0, ch, [&](Args& a) {
@@ -418,7 +438,7 @@ __global__ void __launch_bounds__(kThreads, 2) peerOneShotKernel(const PeerLaunc
     });
     sumPiece<T, kAccumulate, FMT, ROT, kSumArgsInRegisters<T, kAccumulate, ROT>>(sp[0].a, w, ok);
   }
-  peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
+  peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks));
   peer::mark(L, kTimelineEnd);
 }
 
@@ -440,7 +460,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
   a.vec = aligned16Dev(a.x);
   elementTiles<T, T, kCompress>(a, tid, nThreads);
   peer::markPhaseEnd(L, kTimelineEndA);
-  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0);
+  peer::ctaArrive(L.base, P, -1, r, 0, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive);
   if (peer::ctaWaitRanks(e.mine, 0, P, -1, ch.flag, e.guard)) {
     peer::mark(L, kTimelineWait0);
     setPiece(a, L, 0, ch);
@@ -449,7 +469,7 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
     a.vec = aligned16Dev(a.y);
     elementTiles<T, T, kAccumulate>(a, tid, nThreads);
   }
-  peer::ctaFinish(e.mine, w.ctas, e.epoch + 1);
+  peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks));
   peer::mark(L, kTimelineEnd);
 }
 

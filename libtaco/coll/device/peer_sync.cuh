@@ -127,14 +127,15 @@ __device__ __forceinline__ bool ctaWaitRanks(char* mine, int phase, int P, int s
 }
 
 // Every thread of the CTA calls it after its stores for a phase. The last of rank `rank`'s
-// `ctas` CTAs to arrive sets flag `phase` of `rank` to `value` in the scratch of every rank
-// j < P except `skip` (-1: none). A rank of one CTA (small messages) needs no count: its
-// one fence releases the CTA's stores (made visible to thread 0 by the barrier) with the flags.
+// `ctas` CTAs to arrive (counted in control line `counterLine` of the rank's scratch) sets flag
+// `phase` of `rank` to `value` in the scratch of every rank j < P except `skip` (-1: none). A
+// rank of one CTA (small messages) needs no count: its one fence releases the CTA's stores
+// (made visible to thread 0 by the barrier) with the flags.
 __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, int rank, int phase, int ctas,
-                                          uint32_t value, bool oneGpu) {
+                                          uint32_t value, bool oneGpu, size_t counterLine) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    uint32_t* counter = controlWord(base[rank], kCtlArrive + phase);
+    uint32_t* counter = controlWord(base[rank], counterLine);
     fenceAcqRel(oneGpu);  // release: this CTA's stores, then its count (or its flags)
     if (ctas > 1) {
       if (atomicAdd(counter, 1u) != (uint32_t)ctas - 1) return;  // not the last CTA
