@@ -71,10 +71,11 @@ TACO_HD float decode(uint8_t c, CodeFormat f) {
   }
 }
 
-// encode() and decode() of the integer formats (INT8, INT6, INT4) without a conversion, for
-// the kernels: on sm_90 a conversion (F2I, I2F, FRND) issues at an eighth of an FADD's rate, and
-// the integer codes took two a code to encode and one to decode. The same bytes and floats, bit
-// for bit (tests/host/test_int_codes.cc):
+// encode() and decode() of the integer formats without a conversion, for the kernels: on sm_90 a
+// conversion (F2I, I2F, FRND) issues at an eighth of an FADD's rate, and the integer codes took
+// two a code to encode and one to decode. INT8 and INT6 take them; INT4 keeps the conversions
+// (with these its fp32 one-shot at P = 8 measured 9 % slower, the rest no faster). The same
+// bytes and floats as encode() and decode(), bit for bit (tests/host/test_int_codes.cc):
 //  - encode: y = x + 1.5 * 2^23 rounds x to r = rintf(x) (half to even) for |x| < 2^22, and y's
 //    bits are 0x4b400000 + r. A float's bits read as an int32 are ordered as its value (every
 //    negative below every positive), so clamping them to 0x4b400000 +- lim clamps as encode()

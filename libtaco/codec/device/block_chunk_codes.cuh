@@ -26,7 +26,7 @@ __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
       out[i] = f.x;
       out[i + 1] = f.y;
     }
-  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6 || FMT == kFmtInt4) {
+  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6) {  // (INT4: block_math.h)
 #pragma unroll
     for (int i = 0; i < V; ++i) out[i] = decodeIntNoCvt(c[i], (CodeFormat)FMT);  // decode(), no conversion
   } else {
@@ -72,7 +72,7 @@ __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (
       c[i] = (uint8_t)(p & 0xff);
       c[i + 1] = (uint8_t)(p >> 8);
     }
-  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6 || FMT == kFmtInt4) {
+  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6) {  // (INT4: block_math.h)
     // encode(), no conversion; a bad block (inv NaN) gets code 0, as the conversion gives it
     const uint8_t keep = inv == inv ? 0xffu : 0u;
 #pragma unroll
