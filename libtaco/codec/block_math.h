@@ -71,6 +71,38 @@ TACO_HD float decode(uint8_t c, CodeFormat f) {
   }
 }
 
+// encode() and decode() of the integer formats without a conversion, for the kernels: on sm_90 a
+// conversion (F2I, I2F, FRND) issues at an eighth of an FADD's rate, and the integer codes took
+// two a code to encode and one to decode. INT8 and INT6 take them; INT4 keeps the conversions
+// (with these its fp32 one-shot at P = 8 measured 9 % slower, the rest no faster). The same
+// bytes and floats as encode() and decode(), bit for bit (tests/host/test_int_codes.cc):
+//  - encode: y = x + 1.5 * 2^23 rounds x to r = rintf(x) (half to even) for |x| < 2^22, and y's
+//    bits are 0x4b400000 + r. A float's bits read as an int32 are ordered as its value (every
+//    negative below every positive), so clamping them to 0x4b400000 +- lim clamps as encode()
+//    does for every x but NaN, the huge and the infinite included; their low byte is then r's
+//    two's complement byte, as encode() returns it. NaN is the caller's to mask: encode() gives
+//    code 0 there (the conversion's result), a bad block's codes (its inv is NaN).
+//  - decode: ((c & mask) ^ half) | 0x4b000000 are the bits of 2^23 + c + half for the code c
+//    (two's complement in the byte's low bits), and subtracting 2^23 + half leaves c exactly
+//    (+0 for c = 0).
+TACO_HD constexpr int intCodeBits(CodeFormat f) { return f == kFmtInt8 ? 8 : (f == kFmtInt6 ? 6 : 4); }
+TACO_HD uint8_t encodeIntNoCvt(float x, CodeFormat f) {
+  const int32_t lim = (int32_t)formatQmax(f);
+  const float y = x + 12582912.0f;  // 1.5 * 2^23
+  int32_t b;
+  memcpy(&b, &y, 4);
+  const int32_t lo = 0x4b400000 - lim, hi = 0x4b400000 + lim;
+  b = b < lo ? lo : (b > hi ? hi : b);
+  return (uint8_t)(b & 0xff);
+}
+TACO_HD float decodeIntNoCvt(uint8_t c, CodeFormat f) {
+  const uint32_t half = 1u << (intCodeBits(f) - 1), mask = 2 * half - 1;
+  const uint32_t bits = (((uint32_t)c & mask) ^ half) | 0x4b000000u;
+  float v;
+  memcpy(&v, &bits, 4);
+  return v - (8388608.0f + (float)half);
+}
+
 // INT6 on the wire: codes c0..c3 (6-bit two's complement, the low bits of encode()'s
 // bytes) as the little-endian 24-bit word c0 | c1 << 6 | c2 << 12 | c3 << 18, three
 // bytes (docs/format.md). Two's complement, as INT8 and INT4: code 0 is zero bits, so

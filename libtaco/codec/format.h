@@ -19,24 +19,23 @@ struct FormatInfo {
   int packCodes;        // packing: packCodes codes fill packBytes bytes (docs/format.md)
   int packBytes;
   uint8_t nanCode;      // written for every element of a block that held NaN or Inf
-  bool rotated256;      // the codec's rotated B = 256 kernel: byte codes or INT6 (INT4's nibbles: no)
-  bool rotated256Sums;  // the rotated256 layout past compress and plain decompress: the sum kernels (k inputs,
-                        // reduce-compress) and the peer kernels (a build-size choice)
+  bool rotated256;      // the rotated codecs' B = 256 layout (codec/device/rotated256*.cuh): the codec
+                        // kernels (compress, decompress, the sums) and the peer kernels; byte codes and
+                        // INT6 (INT4's nibbles: no)
 };
 
 // The FP8 NaN code is 0x7f (the conversion's, with saturation); the integer formats' is 0, two's
-// complement zero, so a NaN block's codes are zero bytes. taco-e5m2 keeps the peer kernels'
-// generic path: three kernels fewer to build.
+// complement zero, so a NaN block's codes are zero bytes.
 constexpr FormatInfo formatInfo(int fmt) {
-  // bits, qmax, packCodes, packBytes, nanCode, rotated256, rotated256Sums
+  // bits, qmax, packCodes, packBytes, nanCode, rotated256
   switch (fmt) {
-    case kFmtE4M3: return FormatInfo{8,  448.0f,   1, 1, 0x7f, true,  true};
-    case kFmtE5M2: return FormatInfo{8,  57344.0f, 1, 1, 0x7f, true,  false};
-    case kFmtInt8: return FormatInfo{8,  127.0f,   1, 1, 0,    true,  true};
-    case kFmtInt6: return FormatInfo{6,  31.0f,    4, 3, 0,    true,  true};
-    case kFmtInt4: return FormatInfo{4,  7.0f,     2, 1, 0,    false, false};
-    case kFmtBf16: return FormatInfo{16, 1.0f,     1, 2, 0,    false, false};
-    default:       return FormatInfo{0,  1.0f,     1, 1, 0,    false, false};  // kFmtRaw
+    case kFmtE4M3: return FormatInfo{8,  448.0f,   1, 1, 0x7f, true};
+    case kFmtE5M2: return FormatInfo{8,  57344.0f, 1, 1, 0x7f, true};
+    case kFmtInt8: return FormatInfo{8,  127.0f,   1, 1, 0,    true};
+    case kFmtInt6: return FormatInfo{6,  31.0f,    4, 3, 0,    true};
+    case kFmtInt4: return FormatInfo{4,  7.0f,     2, 1, 0,    false};
+    case kFmtBf16: return FormatInfo{16, 1.0f,     1, 2, 0,    false};
+    default:       return FormatInfo{0,  1.0f,     1, 1, 0,    false};  // kFmtRaw
   }
 }
 
@@ -45,13 +44,11 @@ constexpr size_t codeBytes(CodeFormat f, size_t n) {
   return n / (size_t)formatInfo(f).packCodes * (size_t)formatInfo(f).packBytes;
 }
 
-// The rows agree with themselves: a packing unit holds its codes' bits, and the peer kernels'
-// rotated256 layout is the codec kernel's.
+// The rows agree with themselves: a packing unit holds its codes' bits.
 constexpr bool formatRowsConsistent() {
   for (int f = 0; f < kNumCodeFormats; ++f) {
     const FormatInfo r = formatInfo(f);
     if (r.bits != 0 && r.packCodes * r.bits != 8 * r.packBytes) return false;
-    if (r.rotated256Sums && !r.rotated256) return false;
   }
   return true;
 }

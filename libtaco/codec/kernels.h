@@ -19,7 +19,7 @@ KernelFn rotated256KernelFor(int fmt);
 
 // rotated256SumKernel (B = 256, rotated codecs, decompress-accumulate of several inputs or
 // with an exact input, and decompress-reduce-compress): a block format with
-// FormatInfo::rotated256Sums; nullptr for any other.
+// FormatInfo::rotated256; nullptr for any other.
 template <typename T, int MODE>
 KernelFn rotated256SumKernelFor(int fmt);
 

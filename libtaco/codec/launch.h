@@ -33,7 +33,7 @@ inline dev::PieceWire pieceWireOf(const WireLayout& l, size_t count) {
 //    rotated256Kernel (device/rotated256.cuh), for the formats of FormatInfo::rotated256
 //    (a byte per code or INT6; INT4's nibbles take the generic kernel's loads and stores);
 //  - the other sums (kAccumulate, kReduceCompress; one input or more): rotated256SumKernel
-//    (device/rotated256_sum.cuh), for the formats of FormatInfo::rotated256Sums.
+//    (device/rotated256_sum.cuh), for the same formats.
 // Kernels of their own: their own registers and launch bounds, and the general kernel
 // keeps its allocation.
 inline bool takesRotated256Layout(const dev::Args& a) {
@@ -47,7 +47,7 @@ inline bool takesRotated256Kernel(const dev::Args& a, int mode) {
          (mode == dev::kCompress || plainDecompress(a, mode));
 }
 inline bool takesRotated256SumKernel(const dev::Args& a, int mode) {
-  return takesRotated256Layout(a) && formatInfo(a.k.fmt).rotated256Sums && mode != dev::kCompress &&
+  return takesRotated256Layout(a) && formatInfo(a.k.fmt).rotated256 && mode != dev::kCompress &&
          a.in.n >= 1 && !plainDecompress(a, mode);
 }
 

@@ -13,7 +13,7 @@ namespace dev {
 // (the paired conversions round exactly as the single ones in block_math.h).
 template <int V, int FMT>
 __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
-  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+  if constexpr (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
     constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
     // as 32-bit words, so that each pair is a half-word (not rebuilt from two bytes)
     uint32_t w[V / 4];
@@ -26,6 +26,9 @@ __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
       out[i] = f.x;
       out[i + 1] = f.y;
     }
+  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6) {  // (INT4: block_math.h)
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = decodeIntNoCvt(c[i], (CodeFormat)FMT);  // decode(), no conversion
   } else {
 #pragma unroll
     for (int i = 0; i < V; ++i) out[i] = decode(c[i], (CodeFormat)FMT);
@@ -61,7 +64,7 @@ struct StagedChunk {
 
 template <int V, int FMT>
 __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (&c)[V]) {
-  if (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
+  if constexpr (FMT == kFmtE4M3 || FMT == kFmtE5M2) {
     constexpr __nv_fp8_interpretation_t kind = FMT == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2;
 #pragma unroll
     for (int i = 0; i < V; i += 2) {
@@ -69,6 +72,11 @@ __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (
       c[i] = (uint8_t)(p & 0xff);
       c[i + 1] = (uint8_t)(p >> 8);
     }
+  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6) {  // (INT4: block_math.h)
+    // encode(), no conversion; a bad block (inv NaN) gets code 0, as the conversion gives it
+    const uint8_t keep = inv == inv ? 0xffu : 0u;
+#pragma unroll
+    for (int i = 0; i < V; ++i) c[i] = encodeIntNoCvt(v[i] * inv, (CodeFormat)FMT) & keep;
   } else {
 #pragma unroll
     for (int i = 0; i < V; ++i) c[i] = encode(v[i] * inv, (CodeFormat)FMT);

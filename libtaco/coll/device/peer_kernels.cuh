@@ -126,9 +126,9 @@ __device__ __forceinline__ void setPiece(Args& a, const PeerLaunch& L, int j, co
 }
 
 // Formats whose rotated codecs at B = 256 take the rotated256 layout in the peer kernels
-// (codec/device/rotated256.cuh): FormatInfo::rotated256Sums (codec/format.h).
+// (codec/device/rotated256.cuh): FormatInfo::rotated256 (codec/format.h).
 template <int FMT>
-constexpr bool kRotated256Format = formatInfo(FMT).rotated256Sums;
+constexpr bool kRotated256Format = formatInfo(FMT).rotated256;
 
 // A piece the rotated256 tile functions take: the test of the codec launcher's
 // takesRotated256Kernel(), for a CTA-uniform piece.
