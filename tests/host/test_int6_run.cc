@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check.h"
+#include "float_bits.h"
 #include "codec/block_math.h"
 
 using namespace taco::blockmath;
@@ -31,17 +32,6 @@ void reference(const float* v, float inv, uint32_t (&o)[3]) {
   for (int w = 0; w < 3; ++w)
     o[w] = (uint32_t)bytes[4 * w] | (uint32_t)bytes[4 * w + 1] << 8 | (uint32_t)bytes[4 * w + 2] << 16 |
            (uint32_t)bytes[4 * w + 3] << 24;
-}
-
-float bitsToFloat(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t floatToBits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
 }
 
 int failures = 0;

@@ -10,23 +10,13 @@
 #include <vector>
 
 #include "check.h"
+#include "float_bits.h"
 #include "codec/block_math.h"
 
 using namespace taco;
 using namespace taco::blockmath;
 
 namespace {
-
-float bitsToFloat(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t floatToBits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
 
 int failures = 0;
 size_t cases = 0;
