@@ -5,10 +5,13 @@ covers those on a one-rank NCCL group). Each world runs in fresh processes, sinc
 torch.distributed's state is per process."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
+import warnings
 
 import pytest
 
@@ -23,8 +26,9 @@ import taco.c10d as tc  # noqa: E402
 import taco.torch  # noqa: E402,F401 - registers the backend
 
 WORKER = textwrap.dedent(r"""
-    import datetime, faulthandler, json, sys
+    import datetime, faulthandler, json, signal, sys
     faulthandler.dump_traceback_later(200, exit=True)  # a hung rank prints every thread's stack and exits
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the parent asks a surviving rank where it is
     import torch, torch.distributed as dist
     import torch.distributed._functional_collectives as funcol
     import taco.torch, taco.c10d as tc
@@ -77,28 +81,63 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run_world(tmp_path, world: int) -> list:
+# gloo's own words when a send or receive waited out the group's timeout for its peer
+_GLOO_TRANSPORT_TIMEOUT = "Timed out waiting"
+
+
+def _world_once(tmp_path, world: int, attempt: int) -> tuple[list, list, bool]:
+    """Run one world; returns each rank's return code and output, and whether it finished in time.
+    Each rank writes to a file, not a pipe, so no rank can block on output the parent has not read yet."""
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     port = str(_free_port())
     # GLOO_SOCKET_IFNAME: gloo binds to loopback instead of resolving this machine's host name,
     # which can wait on an unreachable DNS server for minutes (the world lives on 127.0.0.1 anyway)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", GLOO_SOCKET_IFNAME="lo")
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(world), port], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=env) for r in range(world)]
-    texts = []
-    try:
-        for p in procs:
-            texts.append(p.communicate(timeout=240)[0])
-    except subprocess.TimeoutExpired:
-        for p in procs:
+    logs = [tmp_path / f"attempt{attempt}_rank{r}.log" for r in range(world)]
+    procs = []
+    for r in range(world):
+        with open(logs[r], "w") as f:
+            procs.append(subprocess.Popen([sys.executable, str(script), str(r), str(world), port], stdout=f,
+                                          stderr=subprocess.STDOUT, env=env))
+    deadline, failed_at = time.monotonic() + 240, None
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        if failed_at is None and any(p.returncode not in (None, 0) for p in procs):
+            failed_at = time.monotonic()
+        if failed_at is not None and time.monotonic() > failed_at + 10:
+            break  # a rank failed and the others did not follow within 10 s: they are waiting on it
+        time.sleep(0.2)
+    in_time = all(p.poll() is not None for p in procs)
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGUSR1)  # faulthandler prints the rank's stacks
+    time.sleep(1)
+    for p in procs:
+        if p.poll() is None:
             p.kill()
-        texts += [p.communicate()[0] for p in procs[len(texts):]]
-        pytest.fail("a rank hung past 240 s; every rank's output:\n"
-                    + "\n".join(f"--- rank {r}\n{t}" for r, t in enumerate(texts)))
+        p.wait()
+    return [p.returncode for p in procs], [log.read_text() for log in logs], in_time
+
+
+def _report(codes: list, texts: list) -> str:
+    return "\n".join(f"--- rank {r} (exit {c})\n{t}" for r, (c, t) in enumerate(zip(codes, texts)))
+
+
+def _run_world(tmp_path, world: int) -> list:
+    for attempt in (1, 2):
+        codes, texts, in_time = _world_once(tmp_path, world, attempt)
+        ok = in_time and all(c == 0 for c in codes)
+        if ok or attempt == 2 or not any(_GLOO_TRANSPORT_TIMEOUT in t for t in texts):
+            break
+        # gloo's transport waited out its timeout for a peer: seen on loaded 2-core CI machines, never
+        # with a cause in this package (CPU tensors only pass through to gloo). One new world, no more.
+        warnings.warn("gloo world timed out in its transport; running it once more. First attempt:\n"
+                      + _report(codes, texts))
+    if not ok:
+        pytest.fail(f"the world failed{'' if in_time else ' (a rank hung: killed)'}; every rank's output:\n"
+                    + _report(codes, texts))
     results = []
-    for p, text in zip(procs, texts):
-        assert p.returncode == 0, text
+    for text in texts:
         line = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
         assert line, text
         results.append(json.loads(line[-1][len("RESULT "):]))
