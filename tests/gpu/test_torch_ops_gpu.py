@@ -468,6 +468,19 @@ def test_c10d_backend_on_a_one_rank_nccl_group(torch, tt, world1):
     b = torch.full((3,), 7.0, device="cuda")
     dist.broadcast(b, 0, group=g)
     dist.barrier(group=g)
+    # the rest of what PyTorch's trampoline would run itself, delegated by taco.c10d; the
+    # coalesced all-gather from C++ (the functional collectives) through NCCL's coalescing
+    lst = [torch.empty(3, device="cuda")]
+    dist.all_gather(lst, b, group=g)
+    a2a = torch.empty(4, device="cuda")
+    dist.all_to_all_single(a2a, torch.arange(4.0, device="cuda"), group=g)
+    ag = funcol.all_gather_into_tensor_coalesced([b, 2 * b[:2]], g)
+    ag = [funcol.wait_tensor(t) for t in ag]
+    assert torch.equal(lst[0], b) and torch.equal(a2a, torch.arange(4.0, device="cuda"))
+    assert torch.equal(ag[0], b) and torch.equal(ag[1], 2 * b[:2])
+    assert {k: g.delegated[k] for k in ("broadcast", "barrier", "allgather", "all_to_all_single",
+                                        "all_gather_single_coalesced")} == {
+        "broadcast": 1, "barrier": 1, "allgather": 1, "all_to_all_single": 1, "all_gather_single_coalesced": 1}
     nc = torch.randn(16, 8, device="cuda").t()
     outcome = {}
     for name, grp in (("nccl", None), ("taco", g)):  # a non-contiguous tensor: whatever NCCL does
