@@ -33,7 +33,7 @@ WORKER = textwrap.dedent(r"""
     import taco.torch, taco.c10d as tc
 
     rank, world, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    timeout = datetime.timedelta(seconds=120)  # a loaded 2-core CI machine can stall a rank for a minute
+    timeout = datetime.timedelta(seconds=120)  # a world takes seconds; a hang fails at this, with stacks
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timeout)
     out = {}
@@ -83,7 +83,8 @@ WORKER = textwrap.dedent(r"""
             dist.recv(p2p, 0, group=g)
         out["p2p"] = p2p.item()
     # C++ callers (the functional collectives' ops) reach the same methods through the trampoline
-    ag = funcol.all_gather_into_tensor_coalesced([torch.full((2,), float(rank)), torch.full((1,), 5.0)], g)
+    ag_coalesced = getattr(funcol, "all_gather_single_coalesced", None) or funcol.all_gather_into_tensor_coalesced
+    ag = ag_coalesced([torch.full((2,), float(rank)), torch.full((1,), 5.0)], g)
     out["ag_coalesced"] = [funcol.wait_tensor(x).tolist() for x in ag]
     before = g.delegated["allreduce"]
     y = funcol.all_reduce(torch.ones(3), "sum", g)
