@@ -296,7 +296,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
     def barrier(self, opts=None):
         opts = opts if opts is not None else dist.BarrierOptions()
         # as the base ProcessGroup picks the barrier's device: the one asked for, else the default backend's
-        dev = opts.device
+        dev = getattr(opts, "device", None)  # (older PyTorch: device_ids only)
         if dev is None:
             dev = torch.device("cuda", opts.device_ids[0]) if opts.device_ids else (
                 torch.device("cuda") if self._nccl is not None else torch.device("cpu"))
@@ -333,11 +333,14 @@ class ProcessGroupTaco(dist.ProcessGroup):
         """outputs[i] from inputs[i] by the backend's `single` (_allgather_base or
         _reduce_scatter_base), as one group where the backend coalesces (NCCL)."""
         b = self._delegate(op, inputs[0])
-        if b.supports_coalescing:
+        if getattr(b, "supports_coalescing", False):
             b._start_coalescing()
-            for o, i in zip(outputs, inputs):
-                getattr(b, single)(o, i, opts)
-            return b._end_coalescing()
+            try:
+                for o, i in zip(outputs, inputs):
+                    getattr(b, single)(o, i, opts)
+            finally:  # a refused op still closes the group
+                work = b._end_coalescing()
+            return work
         return _Works([getattr(b, single)(o, i, opts) for o, i in zip(outputs, inputs)], list(outputs))
 
     def all_gather_single_coalesced(self, output_tensors, input_tensors, opts=None):
