@@ -1,0 +1,46 @@
+"""bench/roofline_compare.py (the A/B table of tools/peer_ab.sh) on runs written as
+bench/peer_roofline.py --all --json writes them."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "roofline_compare.py"
+_spec = importlib.util.spec_from_file_location("roofline_compare", _PATH)
+rc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rc)
+
+
+def _run(tmp_path, name, rows):
+    p = tmp_path / name
+    p.write_text(json.dumps({"device": "test", "rows": [
+        {"algo": a, "codec": c, "dtype": d, "P": P, "N": 1 << 20, "time_ms": t, "bytes_moved": 1.0,
+         "roofline_ms": 1.0, "of_memcpy": f, "memcpy_TBps": 4.0} for (P, d, c, a, t, f) in rows]}))
+    return str(p)
+
+
+def test_rows_side_by_side_with_the_median_time_ratio(tmp_path, capsys):
+    b1 = _run(tmp_path, "b1.json", [(2, "float32", "taco", "fused", 2.0, 0.40), (2, "bfloat16", "taco", "fused", 1.0, 0.50),
+                                    (8, "bfloat16", "int4-block", "oneshot", 3.0, 0.30)])
+    b2 = _run(tmp_path, "b2.json", [(2, "float32", "taco", "fused", 2.2, 0.38), (2, "bfloat16", "taco", "fused", 1.2, 0.45)])
+    n1 = _run(tmp_path, "n1.json", [(2, "float32", "taco", "fused", 1.0, 0.80), (2, "bfloat16", "taco", "fused", 0.9, 0.56),
+                                    (4, "bfloat16", "fp8-block", "fused", 1.0, 0.8)])
+    assert rc.main(["--base", b1, b2, "--new", n1]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["P", "dtype", "codec", "algo"]
+    # bf16 before fp32 at the same P; fractions per run in the order given; medians; NEW / BASE
+    assert lines[1].split() == ["2", "bfloat16", "taco", "fused", "0.50/0.45", "->", "0.56", "1.100", "0.900", "0.818"]
+    assert lines[2].split() == ["2", "float32", "taco", "fused", "0.40/0.38", "->", "0.80", "2.100", "1.000", "0.476"]
+    assert lines[3:] == ["only in BASE: P=8 bfloat16 int4-block oneshot", "only in NEW: P=4 bfloat16 fp8-block fused"]
+
+
+def test_a_file_that_is_not_a_roofline_run_is_refused(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rows": [{"P": 2, "dtype": "float32", "codec": "taco"}]}))
+    with pytest.raises(SystemExit, match="a row without algo, time_ms, of_memcpy"):
+        rc.load(str(bad))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([1, 2]))
+    with pytest.raises(SystemExit, match="not the JSON of bench/peer_roofline.py"):
+        rc.load(str(other))
