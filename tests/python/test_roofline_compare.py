@@ -21,10 +21,13 @@ def _run(tmp_path, name, rows):
 
 
 def test_rows_side_by_side_with_the_median_time_ratio(tmp_path, capsys):
-    b1 = _run(tmp_path, "b1.json", [(2, "float32", "taco", "fused", 2.0, 0.40), (2, "bfloat16", "taco", "fused", 1.0, 0.50),
+    b1 = _run(tmp_path, "b1.json", [(2, "float32", "taco", "fused", 2.0, 0.40),
+                                    (2, "bfloat16", "taco", "fused", 1.0, 0.50),
                                     (8, "bfloat16", "int4-block", "oneshot", 3.0, 0.30)])
-    b2 = _run(tmp_path, "b2.json", [(2, "float32", "taco", "fused", 2.2, 0.38), (2, "bfloat16", "taco", "fused", 1.2, 0.45)])
-    n1 = _run(tmp_path, "n1.json", [(2, "float32", "taco", "fused", 1.0, 0.80), (2, "bfloat16", "taco", "fused", 0.9, 0.56),
+    b2 = _run(tmp_path, "b2.json", [(2, "float32", "taco", "fused", 2.2, 0.38),
+                                    (2, "bfloat16", "taco", "fused", 1.2, 0.45)])
+    n1 = _run(tmp_path, "n1.json", [(2, "float32", "taco", "fused", 1.0, 0.80),
+                                    (2, "bfloat16", "taco", "fused", 0.9, 0.56),
                                     (4, "bfloat16", "fp8-block", "fused", 1.0, 0.8)])
     assert rc.main(["--base", b1, b2, "--new", n1]) == 0
     lines = capsys.readouterr().out.splitlines()
