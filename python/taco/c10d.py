@@ -233,6 +233,11 @@ class ProcessGroupTaco(dist.ProcessGroup):
             raise RuntimeError(f"taco backend: no backend for {t.device} tensors in this PyTorch")
         return b
 
+    def _delegate(self, op: str, t: torch.Tensor):
+        """The backend that takes `t`'s collective `op` as it is (counted in `delegated`)."""
+        self.delegated[op] += 1
+        return self._inner(t)
+
     def _done(self, op: str, result: list, t: torch.Tensor) -> _Work:
         self.routed[op] += 1
         return _Work(result, t.device, _current_stream(t.device))
@@ -248,8 +253,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
                 if avg:
                     t.div_(self._size)
                 return self._done("allreduce", tensors, t)
-        self.delegated["allreduce"] += 1
-        return self._inner(tensors[0]).allreduce(tensors, opts)
+        return self._delegate("allreduce", tensors[0]).allreduce(tensors, opts)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         opts = opts if opts is not None else dist.ReduceScatterOptions()
@@ -261,8 +265,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
                 if avg:
                     output.div_(self._size)
                 return self._done("reduce_scatter_tensor", [output], output)
-        self.delegated["reduce_scatter_tensor"] += 1
-        return self._inner(input)._reduce_scatter_base(output, input, opts)
+        return self._delegate("reduce_scatter_tensor", input)._reduce_scatter_base(output, input, opts)
 
     def _allgather_base(self, output, input, opts=None):
         opts = opts if opts is not None else AllgatherOptions()
@@ -270,8 +273,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
                 and output.device == input.device and output.numel() == input.numel() * self._size):
             self.communicator().allgather(input, out=output)
             return self._done("all_gather_into_tensor", [output], output)
-        self.delegated["all_gather_into_tensor"] += 1
-        return self._inner(input)._allgather_base(output, input, opts)
+        return self._delegate("all_gather_into_tensor", input)._allgather_base(output, input, opts)
 
     # the names newer PyTorch versions call these by (their trampolines look them up by name)
     reduce_scatter_single = _reduce_scatter_base
@@ -283,12 +285,8 @@ class ProcessGroupTaco(dist.ProcessGroup):
     # the trampoline, the base ProcessGroup's method runs with the GIL held, and a backend
     # thread can hold the lock that enqueueing takes while it waits for the GIL (to free a
     # Python tensor its last Work held): gloo's worker, NCCL's watchdog. The two then wait on
-    # each other for good. Measured: 2 of 65 two-rank gloo worlds hung in broadcast or barrier
+    # each other for good. Measured: 2 of 85 two-rank gloo worlds hung in broadcast or barrier
     # that way, none of 100 on a plain gloo group; the backends' bindings release the GIL.
-    def _delegate(self, op: str, t: torch.Tensor):
-        self.delegated[op] += 1
-        return self._inner(t)
-
     def broadcast(self, tensors, opts=None):
         opts = opts if opts is not None else dist.BroadcastOptions()
         return self._delegate("broadcast", tensors[0]).broadcast(tensors, opts)
