@@ -73,9 +73,9 @@ TACO_HD float decode(uint8_t c, CodeFormat f) {
 
 // encode() and decode() of the integer formats without a conversion, for the kernels: on sm_90 a
 // conversion (F2I, I2F, FRND) issues at an eighth of an FADD's rate, and the integer codes took
-// two a code to encode and one to decode. INT8 and INT6 take them; INT4 keeps the conversions
-// (with these its fp32 one-shot at P = 8 measured 9 % slower, the rest no faster). The same
-// bytes and floats as encode() and decode(), bit for bit (tests/host/test_int_codes.cc):
+// two a code to encode and one to decode. INT8 encodes and INT6 encodes and decodes with them;
+// INT8 decodes and INT4 encodes and decodes a word of codes at once (below). The same bytes and
+// floats as encode() and decode(), bit for bit (tests/host/test_int_codes.cc):
 //  - encode: y = x + 1.5 * 2^23 rounds x to r = rintf(x) (half to even) for |x| < 2^22, and y's
 //    bits are 0x4b400000 + r. A float's bits read as an int32 are ordered as its value (every
 //    negative below every positive), so clamping them to 0x4b400000 +- lim clamps as encode()
@@ -102,6 +102,75 @@ TACO_HD float decodeIntNoCvt(uint8_t c, CodeFormat f) {
   memcpy(&v, &bits, 4);
   return v - (8388608.0f + (float)half);
 }
+
+// The same for a word of codes at once, for the kernels (tests/host/test_int_codes.cc compares
+// them with decode() and encode() + the nibble packing, bit for bit):
+//  - decode: one XOR flips the sign bit of every code in the word (c + half in each field),
+//    the fields go one per byte (INT4's even and odd nibbles by two masks and a shift), and one
+//    byte permute a code puts its byte under 2^23's exponent: 2^23 + c + half, less 2^23 + half,
+//    is c exactly. Per code about half the integer work of decodeIntNoCvt, and no conversion.
+//  - INT4 encode of N = 4 or 8 values v[i] * inv with |v[i] * inv| < 7.5, which holds for every
+//    block compress quantises (|v| <= m and inv = 7 / m within two roundings; unliftScale only
+//    lowers inv), so that encode()'s clamp never acts: x + 2^23 + k rounds x to c = rintf(x)
+//    (k even and >= 8: half to even, and within [2^23, 2^24)), whose bits are 0x4b000000 + k +
+//    c. The N bits shifted by 4i and summed are the nibbles c_i + 8 (in [1, 15]: no carries
+//    between them) plus a constant that k_i = 8 (k_5 = 88 at N = 8) makes 0 mod 2^(4N); one
+//    XOR turns c + 8 into c's two's complement nibble. keep = 0 for a NaN block (inv NaN):
+//    code 0, as encode() gives it. About three instructions a code instead of seven with two
+//    conversions.
+
+// __byte_perm(x, y, s) (PRMT, without the sign modes), on the host too.
+TACO_HD uint32_t bytePerm(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t xy = ((uint64_t)y << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= (uint32_t)((xy >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return r;
+#endif
+}
+
+// Byte i of the flipped word x under 2^23's exponent, less 2^23 + half.
+TACO_HD float intWordField(uint32_t x, int i, float half) {
+  const uint32_t bits = bytePerm(x, 0x4b000000u, 0x7540u | (uint32_t)i);
+  float v;
+  memcpy(&v, &bits, 4);
+  return v - (8388608.0f + half);
+}
+
+// Four INT8 codes (code i in byte i) as decode() gives them.
+TACO_HD void decodeInt8Word(uint32_t w, float* out) {
+  const uint32_t x = w ^ 0x80808080u;
+  for (int i = 0; i < 4; ++i) out[i] = intWordField(x, i, 128.0f);
+}
+
+// N = 4 or 8 INT4 codes, code 2i in the low nibble of byte i and 2i + 1 in its high nibble.
+template <int N>
+TACO_HD void decodeInt4Word(uint32_t w, float* out) {
+  const uint32_t x = w ^ 0x88888888u, lo = x & 0x0f0f0f0fu, hi = (x >> 4) & 0x0f0f0f0fu;
+  for (int i = 0; i < N / 2; ++i) {
+    out[2 * i] = intWordField(lo, i, 8.0f);
+    out[2 * i + 1] = intWordField(hi, i, 8.0f);
+  }
+}
+
+template <int N>
+TACO_HD uint32_t encodeInt4Word(const float* v, float inv) {
+  static_assert(N == 4 || N == 8, "a word of 4 or 8 INT4 codes");
+  uint32_t w = 0;
+  for (int i = 0; i < N; ++i) {
+    const float y = v[i] * inv + (N == 8 && i == 5 ? 8388696.0f : 8388616.0f);  // 2^23 + k_i
+    uint32_t b;
+    memcpy(&b, &y, 4);
+    w += b << (4 * i);
+  }
+  w ^= 0x88888888u;
+  if (N == 4) w &= 0xffffu;
+  return inv == inv ? w : 0u;
+}
+static_assert(((0x4b000000u + 0u) + ((0x4b000000u + 0u) << 4) + (80u << 20)) == 0u,
+              "encodeInt4Word's constants cancel in a word of eight codes");
 
 // INT6 on the wire: codes c0..c3 (6-bit two's complement, the low bits of encode()'s
 // bytes) as the little-endian 24-bit word c0 | c1 << 6 | c2 << 12 | c3 << 18, three

@@ -74,7 +74,8 @@ def test_gpu_accumulate_and_reduce_compress_match_host(cupy, codec, k):
 # units of codes, 1 ... 6 units per tile with the exact input, so its 3 slots wrap within a
 # tile and across tiles. Byte codes at block sizes 32 (a lane per block), 256 and 1024 (a
 # warp per block), rotated and not, adaptive and not.
-STAGED_SUM_SPECS = BYTE_CODES + ["taco:block=32", "int8-hadamard:block=1024"]
+# INT4: a block per thread at its B = 32 (its codes staged whole), and two threads a block at 64
+STAGED_SUM_SPECS = BYTE_CODES + ["taco:block=32", "int8-hadamard:block=1024", "int4-block", "int4-block:block=64"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -26,9 +26,14 @@ __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
       out[i] = f.x;
       out[i + 1] = f.y;
     }
-  } else if constexpr (FMT == kFmtInt8 || FMT == kFmtInt6) {  // (INT4: block_math.h)
+  } else if constexpr (FMT == kFmtInt8) {  // decode(), a word of four codes at once (block_math.h)
+    uint32_t w[V / 4];
+    memcpy(w, c, V);
 #pragma unroll
-    for (int i = 0; i < V; ++i) out[i] = decodeIntNoCvt(c[i], (CodeFormat)FMT);  // decode(), no conversion
+    for (int q = 0; q < V / 4; ++q) decodeInt8Word(w[q], out + 4 * q);
+  } else if constexpr (FMT == kFmtInt6) {  // decode(), no conversion
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = decodeIntNoCvt(c[i], (CodeFormat)FMT);
   } else {
 #pragma unroll
     for (int i = 0; i < V; ++i) out[i] = decode(c[i], (CodeFormat)FMT);
@@ -37,7 +42,8 @@ __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
 
 // One chunk's codes as the staged pipelines copy them (stagedChunkBytes, codec/format.h): a
 // word of V bytes, or of V / 2 for INT4's nibbles (element 2i in the low nibble of byte i), at
-// byte offset byteOffset(e0) of the codes for a chunk whose first element is e0.
+// byte offset byteOffset(e0) of the codes for a chunk whose first element is e0; decode() gives
+// its V values as decodeChunk does (INT4: the word decoded whole, block_math.h).
 template <int V, int FMT>
 struct StagedChunk {
   static constexpr int kBytes = V * formatInfo(FMT).bits / 8;
@@ -47,20 +53,84 @@ struct StagedChunk {
     if constexpr (formatInfo(FMT).bits == 4) return e0 / 2;  // e0 is a chunk's first element: even
     else return e0;
   }
-  __device__ __forceinline__ static void unpack(const Word& w, uint8_t (&c)[V]) {
+  __device__ __forceinline__ static void decode(const Word w, float (&f)[V]) {
     if constexpr (FMT == kFmtInt4) {
-      uint8_t b[V / 2];
-      memcpy(b, &w, V / 2);
-#pragma unroll
-      for (int i = 0; i < V / 2; ++i) {
-        c[2 * i] = b[i] & 0xf;
-        c[2 * i + 1] = b[i] >> 4;
-      }
+      decodeInt4Word<V>(w, f);
     } else {
+      uint8_t c[V];
       memcpy(c, &w, V);
+      decodeChunk<V, FMT>(c, f);
     }
   }
 };
+
+// Whether the staged pipelines copy a thread's codes of a tile whole: INT4 with a block per
+// thread (B = kPerThread, tpb 1), whose 16 code bytes the thread holds: one 16-byte copy and one
+// shared-memory load instead of NCH of 4 bytes 16 apart (a warp's copy is then 512 consecutive
+// bytes), into the same bytes of the slot, laid out by thread. False for every other format.
+template <int FMT>
+__device__ __forceinline__ bool wholeCodes(const Args& a) {
+  return FMT == kFmtInt4 && a.k.tpb == 1;
+}
+
+// A thread's whole block of INT4 codes (wholeCodes), 16 bytes, as the words of its NCH chunks.
+template <int NCH, typename Word>
+__device__ __forceinline__ void wholeCodeWords(const uint4& q, Word (&w)[NCH]) {
+  if constexpr (NCH == 4 && sizeof(Word) == 4) {
+    w[0] = q.x;
+    w[1] = q.y;
+    w[2] = q.z;
+    w[3] = q.w;
+  }
+}
+
+// One chunk's codes between their load through the general path and their decode: a byte a
+// code (io.cuh, loadCodes), or INT4's V nibbles as the word they are stored in, decoded whole.
+template <int V, int FMT>
+struct LoadedChunk {
+  uint8_t c[V];
+  template <bool VEC>
+  __device__ __forceinline__ void load(const uint8_t* codes, size_t block, int t, const Args& a, int j) {
+    loadCodes<V, FMT, VEC>(codes, block, t, a, j, c);
+  }
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int i = 0; i < V; ++i) c[i] = 0;
+  }
+  __device__ __forceinline__ void decode(float (&f)[V]) const { decodeChunk<V, FMT>(c, f); }
+};
+template <int V>
+struct LoadedChunk<V, kFmtInt4> {
+  uint32_t w;
+  template <bool VEC>
+  __device__ __forceinline__ void load(const uint8_t* codes, size_t block, int t, const Args& a, int j) {
+    w = loadInt4Word<V, VEC>(codes, block, t, a, j);
+  }
+  __device__ __forceinline__ void clear() { w = 0; }
+  __device__ __forceinline__ void decode(float (&f)[V]) const { decodeInt4Word<V>(w, f); }
+  // Where a thread holds a whole block (B = kPerThread: one thread a block), its kPerThread / 2
+  // = 16 code bytes in one load instead of one per chunk: the lanes of a warp then read 512
+  // consecutive bytes (a chunk at a time, 4 or 2 bytes 16 apart). `codes` 16-byte aligned.
+  template <int NCH>
+  __device__ __forceinline__ static void loadBlock(LoadedChunk (&c)[NCH], const uint8_t* codes, size_t block) {
+    static_assert(NCH * V == kPerThread, "a thread's chunks are its whole block");
+    const uint4 q = __ldg(reinterpret_cast<const uint4*>(codes + block * (kPerThread / 2)));
+    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) c[j].w = V == 8 ? words[j] : words[j / 2] >> (16 * (j & 1));  // (V = 4: 16 bits)
+  }
+};
+
+// INT4 words of a thread's whole block (B = kPerThread), stored with one 16-byte store: w[j]
+// holds chunk j's V / 2 bytes. `codes` 16-byte aligned.
+template <int V, int NCH>
+__device__ __forceinline__ void storeInt4Block(uint8_t* codes, size_t block, const uint32_t (&w)[NCH]) {
+  static_assert(NCH * V == kPerThread, "a thread's chunks are its whole block");
+  uint32_t q[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) q[i] = V == 8 ? w[i] : (w[2 * i] & 0xffffu) | (w[2 * i + 1] << 16);
+  *reinterpret_cast<uint4*>(codes + block * (kPerThread / 2)) = make_uint4(q[0], q[1], q[2], q[3]);
+}
 
 template <int V, int FMT>
 __device__ __forceinline__ void encodeChunk(const float* v, float inv, uint8_t (&c)[V]) {

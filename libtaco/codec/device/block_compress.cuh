@@ -149,6 +149,21 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
     dOut = decodeScaleShifted(sStored, alpha, a.k.c, kOut);
   }
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
+  if constexpr (FMT == kFmtInt4) {
+    if ((WHOLE || a.vec) && a.k.tpb == 1) {  // a block per thread: its codes in one 16-byte store
+      uint32_t w[Vec<T>::NCH];
+#pragma unroll
+      for (int j = 0; j < Vec<T>::NCH; ++j) {
+        w[j] = encodeInt4Word<V>(&v[j * V], qs.inv);
+        if (MODE == kReduceCompress) decodeInt4Word<V>(w[j], &v[j * V]);  // for the optional y
+      }
+      if (WHOLE || active) {
+        storeInt4Block<V>(codes, block, w);
+        if (t == 0) storeScales(a, outWire, block, alpha, sStored);
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kCompress) {
@@ -157,17 +172,23 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
         continue;
       }
     }
-    uint8_t c[V];
-    if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kReduceCompress) {
-      uint32_t w[V / 4];  // the words that are stored, as in compress: no bytes taken apart and put back
-#pragma unroll
-      for (int q = 0; q < V / 4; ++q) w[q] = encodeWord<FMT>(&v[j * V + 4 * q], qs.inv);
-      memcpy(c, w, V);
+    if constexpr (FMT == kFmtInt4) {  // the stored word, encoded and decoded whole (block_math.h)
+      const uint32_t w = encodeInt4Word<V>(&v[j * V], qs.inv);
+      if (MODE == kReduceCompress) decodeInt4Word<V>(w, &v[j * V]);  // for the optional y
+      if (WHOLE || active) storeInt4Word<V, WHOLE>(codes, block, t, a, j, w);
     } else {
-      encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
+      uint8_t c[V];
+      if constexpr ((FMT == kFmtE4M3 || FMT == kFmtE5M2) && MODE == kReduceCompress) {
+        uint32_t w[V / 4];  // the words that are stored, as in compress: no bytes taken apart and put back
+#pragma unroll
+        for (int q = 0; q < V / 4; ++q) w[q] = encodeWord<FMT>(&v[j * V + 4 * q], qs.inv);
+        memcpy(c, w, V);
+      } else {
+        encodeChunk<V, FMT>(&v[j * V], qs.inv, c);
+      }
+      if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
+      if (WHOLE || active) storeCodes<V, FMT, WHOLE>(codes, block, t, a, j, c);
     }
-    if (MODE == kReduceCompress) decodeChunk<V, FMT>(c, &v[j * V]);  // for the optional y
-    if (WHOLE || active) storeCodes<V, FMT, WHOLE>(codes, block, t, a, j, c);
   }
   if ((WHOLE || active) && t == 0) storeScales(a, outWire, block, alpha, sStored);
 }

@@ -57,23 +57,25 @@ __device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t blo
     d = decodeScaleShifted(s, alpha, a.k.c, K);
   }
   // every chunk's load issued before the first decode (memory-level parallelism)
-  uint8_t c[Vec<T>::NCH][V];
-  if (active && a.vec) {
+  LoadedChunk<V, FMT> c[Vec<T>::NCH];
+  bool whole = false;  // INT4 with a block per thread: its codes in one load
+  if constexpr (FMT == kFmtInt4) whole = active && a.vec && a.k.tpb == 1;
+  if (whole) {
+    if constexpr (FMT == kFmtInt4) LoadedChunk<V, FMT>::loadBlock(c, w + TACO_HEADER_BYTES, block);
+  } else if (active && a.vec) {
 #pragma unroll
-    for (int j = 0; j < Vec<T>::NCH; ++j) loadCodes<V, FMT, true>(w + TACO_HEADER_BYTES, block, t, a, j, c[j]);
+    for (int j = 0; j < Vec<T>::NCH; ++j) c[j].template load<true>(w + TACO_HEADER_BYTES, block, t, a, j);
   } else if (active) {
 #pragma unroll
-    for (int j = 0; j < Vec<T>::NCH; ++j) loadCodes<V, FMT, false>(w + TACO_HEADER_BYTES, block, t, a, j, c[j]);
+    for (int j = 0; j < Vec<T>::NCH; ++j) c[j].template load<false>(w + TACO_HEADER_BYTES, block, t, a, j);
   } else {
 #pragma unroll
-    for (int j = 0; j < Vec<T>::NCH; ++j)
-#pragma unroll
-      for (int i = 0; i < V; ++i) c[j][i] = 0;
+    for (int j = 0; j < Vec<T>::NCH; ++j) c[j].clear();
   }
 #pragma unroll
   for (int j = 0; j < Vec<T>::NCH; ++j) {
     float f[V];
-    decodeChunk<V, FMT>(c[j], f);
+    c[j].decode(f);
 #pragma unroll
     for (int i = 0; i < V; ++i) v[j * V + i] = FIRST ? f[i] * d : v[j * V + i] + f[i] * d;
   }

@@ -32,13 +32,21 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
   auto scalesAt = [&](int slot) {
     return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
   };
+  // INT4 with a block per thread (wholeCodes): its codes whole, at bytes 16 i of the slot for thread i
+  const bool whole = wholeCodes<FMT>(a);
+  auto wholeAt = [&](int slot) {
+    return reinterpret_cast<uint4*>(area + slot * Stage<T>::kDecompressSlot) + threadIdx.x;
+  };
   auto stageTile = [&](size_t tile, int slot) {
     if (tile < nStaged) {
       const size_t block = tile * groupsPerWarp + groupInWarp;
+      if (whole)
+        cpAsync(wholeAt(slot), w + TACO_HEADER_BYTES + block * (kPerThread / 2), 16);
+      else
 #pragma unroll
-      for (int j = 0; j < NCH; ++j)
-        cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + Chunk::byteOffset(block * a.k.B + (size_t)(t + a.k.tpb * j) * V),
-                sizeof(Word));
+        for (int j = 0; j < NCH; ++j)
+          cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + Chunk::byteOffset(block * a.k.B + (size_t)(t + a.k.tpb * j) * V),
+                  sizeof(Word));
       cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
     }
     cpAsyncCommit();
@@ -56,15 +64,20 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
     const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
     const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
     const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
-#pragma unroll
-    for (int j = 0; j < NCH; ++j) {
-      const Word cw = *codesAt(s, j);
-      uint8_t c[V];
-      Chunk::unpack(cw, c);
+    auto decodeInto = [&](int j, const Word cw) {
       float f[V];
-      decodeChunk<V, FMT>(c, f);
+      Chunk::decode(cw, f);
 #pragma unroll
       for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
+    };
+    if (whole) {
+      Word cw[NCH];
+      wholeCodeWords(*wholeAt(s), cw);
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) decodeInto(j, cw[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) decodeInto(j, *codesAt(s, j));
     }
     if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
     if (K != 0) unshiftAll(v, K, !wideScale(sc));

@@ -85,17 +85,22 @@ __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
 // scaled by d: v = W_q, or v += W_q (FIRST: input 0, assigned, so that -0 survives),
 // the same operations per element as accumulateInput.
 template <typename T, int FMT, bool FIRST, typename Word>
-__device__ __forceinline__ void accumulateStaged(const Word* codes, float d, float (&v)[kPerThread]) {
-  constexpr int V = Vec<T>::V;
-#pragma unroll
-  for (int j = 0; j < Vec<T>::NCH; ++j) {
-    const Word cw = codes[j * 32];
-    uint8_t c[V];
-    StagedChunk<V, FMT>::unpack(cw, c);
+__device__ __forceinline__ void accumulateStaged(const Word* codes, bool whole, float d, float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
+  auto add = [&](int j, const Word cw) {
     float f[V];
-    decodeChunk<V, FMT>(c, f);
+    StagedChunk<V, FMT>::decode(cw, f);
 #pragma unroll
     for (int i = 0; i < V; ++i) v[j * V + i] = FIRST ? f[i] * d : v[j * V + i] + f[i] * d;
+  };
+  if (whole) {  // wholeCodes: the thread's 16 bytes at `codes`
+    Word cw[NCH];
+    wholeCodeWords(*reinterpret_cast<const uint4*>(codes), cw);
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) add(j, cw[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) add(j, codes[j * 32]);
   }
 }
 
@@ -150,6 +155,12 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
   auto codesAt = [&](int slot, int i) {
     return reinterpret_cast<Word*>(region + slot * Stage<T>::kSumSlot) + i * NCH * 32 + lane;
   };
+  // INT4 with a block per thread (wholeCodes): input i's codes of lane l whole, at [i][l] as 16
+  // bytes (the bytes of its chunks)
+  const bool whole = wholeCodes<FMT>(r);
+  auto wholeAt = [&](int slot, int i) {
+    return reinterpret_cast<uint4*>(region + slot * Stage<T>::kSumSlot) + i * 32 + lane;
+  };
   auto scalesAt = [&](int slot, int i) {
     return reinterpret_cast<float2*>(region + slot * Stage<T>::kSumSlot + G * NCH * 32 * V) + i * 32 + lane;
   };
@@ -162,11 +173,15 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
         const int q = u * G + i;
         if (q < k) {
           const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
-          Word* c = codesAt(slot, i);
+          if (whole) {
+            cpAsync(wholeAt(slot, i), w + TACO_HEADER_BYTES + block * (kPerThread / 2), 16);
+          } else {
+            Word* c = codesAt(slot, i);
 #pragma unroll
-          for (int j = 0; j < NCH; ++j)
-            cpAsync(c + j * 32, w + TACO_HEADER_BYTES + Chunk::byteOffset(block * r.k.B + (size_t)(t + r.k.tpb * j) * V),
-                    sizeof(Word));
+            for (int j = 0; j < NCH; ++j)
+              cpAsync(c + j * 32, w + TACO_HEADER_BYTES + Chunk::byteOffset(block * r.k.B + (size_t)(t + r.k.tpb * j) * V),
+                      sizeof(Word));
+          }
           cpAsync(scalesAt(slot, i), reinterpret_cast<const float*>(w + r.scalesOffset) + perBlock * block,
                   4 * perBlock);
         }
@@ -226,9 +241,9 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
             if (q < k) {
               const float d = decodeScaleShifted(sc[i], alpha[i], r.k.c, K);
               if (i == 0 && u == 0)
-                accumulateStaged<T, FMT, true>(codesAt(s, 0), d, v);
+                accumulateStaged<T, FMT, true>(whole ? reinterpret_cast<Word*>(wholeAt(s, 0)) : codesAt(s, 0), whole, d, v);
               else
-                accumulateStaged<T, FMT, false>(codesAt(s, i), d, v);
+                accumulateStaged<T, FMT, false>(whole ? reinterpret_cast<Word*>(wholeAt(s, i)) : codesAt(s, i), whole, d, v);
             }
           }
           if (u == codeUnits - 1) {

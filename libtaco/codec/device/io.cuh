@@ -294,52 +294,30 @@ __device__ __forceinline__ void packInt6Quad(const uint32_t* w, uint32_t* o) {
   o[2] = (w[2] >> 16) | (w[3] << 8);
 }
 
-// Codes of chunk j: V bytes (V/2 for INT4, 3V/4 for INT6) at a V-aligned element offset. VEC:
-// every pointer is 16-byte aligned (a.vec), a compile-time choice so that the byte
-// loads of the unaligned path are not issued, predicated off, beside the vector load (INT4's
-// V/2 bytes too: one 4- or 2-byte load).
+// Codes of chunk j: V bytes (3V/4 for INT6) at a V-aligned element offset. VEC: every pointer
+// is 16-byte aligned (a.vec), a compile-time choice so that the byte loads of the unaligned
+// path are not issued, predicated off, beside the vector load. (INT4: loadInt4Word.)
 template <int V, int FMT, bool VEC>
 __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, int t, const Args& a, int j,
                                           uint8_t (&c)[V]) {
-  constexpr bool nib = FMT == kFmtInt4;
+  static_assert(FMT != kFmtInt4, "INT4's codes load as words (loadInt4Word)");
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   if constexpr (FMT == kFmtInt6) {
     loadInt6Chunk<V, VEC>(codes + e0 / 4 * 3, c);
     return;
   }
-  const uint8_t* p = codes + (nib ? e0 / 2 : e0);
-  if (!nib) {
-    if (VEC) {
-      if (V == 8) {
-        uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
-        memcpy(c, &w, 8);
-      } else {
-        uint32_t w = __ldg(reinterpret_cast<const uint32_t*>(p));
-        memcpy(c, &w, 4);
-      }
+  const uint8_t* p = codes + e0;
+  if (VEC) {
+    if (V == 8) {
+      uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+      memcpy(c, &w, 8);
     } else {
-#pragma unroll
-      for (int i = 0; i < V; ++i) c[i] = p[i];
+      uint32_t w = __ldg(reinterpret_cast<const uint32_t*>(p));
+      memcpy(c, &w, 4);
     }
   } else {
-    uint8_t b[V / 2];
-    if (VEC) {  // V / 2 bytes at a V / 2-aligned offset: one load, not V / 2
-      if (V == 8) {
-        const uint32_t w = __ldg(reinterpret_cast<const uint32_t*>(p));
-        memcpy(b, &w, V / 2);
-      } else {
-        const unsigned short w = __ldg(reinterpret_cast<const unsigned short*>(p));
-        memcpy(b, &w, V / 2);
-      }
-    } else {
 #pragma unroll
-      for (int i = 0; i < V / 2; ++i) b[i] = p[i];
-    }
-#pragma unroll
-    for (int i = 0; i < V / 2; ++i) {
-      c[2 * i] = b[i] & 0xf;
-      c[2 * i + 1] = b[i] >> 4;
-    }
+    for (int i = 0; i < V; ++i) c[i] = p[i];
   }
 }
 
@@ -347,46 +325,53 @@ __device__ __forceinline__ void loadCodes(const uint8_t* codes, size_t block, in
 template <int V, int FMT, bool VEC = false>
 __device__ __forceinline__ void storeCodes(uint8_t* codes, size_t block, int t, const Args& a, int j,
                                            const uint8_t (&c)[V]) {
-  constexpr bool nib = FMT == kFmtInt4;
+  static_assert(FMT != kFmtInt4, "INT4's codes store as words (storeInt4Word)");
   const size_t e0 = block * a.k.B + (size_t)(t + a.k.tpb * j) * V;
   if constexpr (FMT == kFmtInt6) {
     storeInt6Chunk<V>(codes + e0 / 4 * 3, c, VEC || a.vec);
     return;
   }
-  uint8_t* p = codes + (nib ? e0 / 2 : e0);
-  if (!nib) {
-    if (VEC || a.vec) {
-      if (V == 8) {
-        uint2 w;
-        memcpy(&w, c, 8);
-        *reinterpret_cast<uint2*>(p) = w;
-      } else {
-        uint32_t w;
-        memcpy(&w, c, 4);
-        *reinterpret_cast<uint32_t*>(p) = w;
-      }
+  uint8_t* p = codes + e0;
+  if (VEC || a.vec) {
+    if (V == 8) {
+      uint2 w;
+      memcpy(&w, c, 8);
+      *reinterpret_cast<uint2*>(p) = w;
     } else {
-#pragma unroll
-      for (int i = 0; i < V; ++i) p[i] = c[i];
+      uint32_t w;
+      memcpy(&w, c, 4);
+      *reinterpret_cast<uint32_t*>(p) = w;
     }
   } else {
-    uint8_t b[V / 2];
 #pragma unroll
-    for (int i = 0; i < V / 2; ++i) b[i] = (uint8_t)((c[2 * i] & 0xf) | (c[2 * i + 1] << 4));
-    if (VEC || a.vec) {  // one store, not V / 2
-      if (V == 8) {
-        uint32_t w;
-        memcpy(&w, b, V / 2);
-        *reinterpret_cast<uint32_t*>(p) = w;
-      } else {
-        unsigned short w;
-        memcpy(&w, b, V / 2);
-        *reinterpret_cast<unsigned short*>(p) = w;
-      }
-    } else {
+    for (int i = 0; i < V; ++i) p[i] = c[i];
+  }
+}
+
+// INT4's codes of chunk j: its V nibbles, V / 2 bytes at a V / 2-aligned byte offset, as one
+// word (byte i in bits 8i..8i+7; block_math.h's decodeInt4Word and encodeInt4Word take it).
+// With VEC (loads: at compile time; stores: or a.vec) one 4- or 2-byte access, not V / 2.
+template <int V, bool VEC>
+__device__ __forceinline__ uint32_t loadInt4Word(const uint8_t* codes, size_t block, int t, const Args& a, int j) {
+  const uint8_t* p = codes + (block * a.k.B + (size_t)(t + a.k.tpb * j) * V) / 2;
+  if (VEC) {
+    if (V == 8) return __ldg(reinterpret_cast<const uint32_t*>(p));
+    return __ldg(reinterpret_cast<const unsigned short*>(p));
+  }
+  uint32_t w = 0;
 #pragma unroll
-      for (int i = 0; i < V / 2; ++i) p[i] = b[i];
-    }
+  for (int i = 0; i < V / 2; ++i) w |= (uint32_t)p[i] << (8 * i);
+  return w;
+}
+template <int V, bool VEC = false>
+__device__ __forceinline__ void storeInt4Word(uint8_t* codes, size_t block, int t, const Args& a, int j, uint32_t w) {
+  uint8_t* p = codes + (block * a.k.B + (size_t)(t + a.k.tpb * j) * V) / 2;
+  if (VEC || a.vec) {
+    if (V == 8) *reinterpret_cast<uint32_t*>(p) = w;
+    else *reinterpret_cast<unsigned short*>(p) = (unsigned short)w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) p[i] = (uint8_t)(w >> (8 * i));
   }
 }
 
