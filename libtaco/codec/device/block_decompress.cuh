@@ -14,15 +14,19 @@ namespace dev {
 // block's scales for the tile D - 1 ahead while it decodes this one. As there, the tiles
 // whose blocks are all whole (the first nStaged) are staged, in a loop of one straight
 // path, and the rest (the piece's last tiles) go through the general loads after it.
-template <typename T, int FMT>
-__device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
+// SMEM_ARGS: `args` is in shared memory; the staged loop takes its fields into registers
+// (scalarsOf), as genericSumTiles does.
+template <typename T, int FMT, bool SMEM_ARGS = false>
+__device__ __forceinline__ void genericDecompressTiles(const Args& args, size_t warp, size_t nWarps, size_t nTiles,
                                                 int groupsPerWarp, int groupInWarp, int t) {
+  const Args copy = SMEM_ARGS ? scalarsOf(args) : Args{};
+  const Args& a = SMEM_ARGS ? copy : args;  // every field but the input pointers (args.in.ptr)
   constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
   using Chunk = StagedChunk<V, FMT>;
   using Word = typename Chunk::Word;  // one chunk's codes
   extern __shared__ uint4 stagingArea[];
   uint8_t* area = reinterpret_cast<uint8_t*>(stagingArea);
-  const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[0]);
+  const uint8_t* w = static_cast<const uint8_t*>(args.in.ptr[0]);
   const float* sc = reinterpret_cast<const float*>(w + a.scalesOffset);
   const int perBlock = a.k.adaptive ? 2 : 1;  // scales per block: (alpha, s) or s
   const size_t nStaged = a.vec ? min(nTiles, (a.count / (size_t)a.k.B) / (size_t)groupsPerWarp) : 0;
@@ -89,8 +93,8 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& a, size_t war
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
-    accumulateTile<T, FMT>(a, block, t, active, v);
-    if (active) storeValues<T>(static_cast<T*>(a.y), block, t, a, v);
+    accumulateTile<T, FMT>(args, block, t, active, v);
+    if (active) storeValues<T>(static_cast<T*>(args.y), block, t, args, v);
   }
 }
 

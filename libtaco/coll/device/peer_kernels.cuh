@@ -203,8 +203,8 @@ __device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool in
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipeline copies a chunk's codes whole
-    if (a.vec && inputsOk) {
-      genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+    if (a.vec && inputsOk) {  // (a in shared memory: its fields into registers)
+      genericDecompressTiles<T, FMT, true>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
       return;
     }
   }
