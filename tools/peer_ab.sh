@@ -9,7 +9,8 @@
 # carried to a GPU machine that has no .git) or a git revision of this repository. TURNS: turns
 # per side (default 2). The remaining arguments go to peer_roofline.py (default:
 # --iters 5 --algos fused,oneshot). Both sides run this tree's peer_roofline.py, each with its own
-# libtaco.so and Python package. Logs, JSON and compare.txt go to $OUT (default ./peer-ab); wheels
+# libtaco.so and Python package. Logs, JSON and compare.txt go to $OUT (default ./peer-ab), and all of
+# them into $OUT/peer-ab.tgz; wheels
 # in .whl/ are installed into /tmp/site as tools/gpu_check.sh does; $CUDAARCHS (default 90).
 set -euo pipefail
 if [ $# -lt 1 ]; then
@@ -73,4 +74,6 @@ done
 base_json=() new_json=()
 for t in $(seq 1 "$TURNS"); do base_json+=("$OUT/base-$t.json"); new_json+=("$OUT/new-$t.json"); done
 "$PY" "$ROOT/bench/roofline_compare.py" --base "${base_json[@]}" --new "${new_json[@]}" | tee "$OUT/compare.txt"
+# the logs, JSON and comparison in one archive, for machines that hand back few files
+(cd "$OUT" && tar czf peer-ab.tgz -- *.txt *.json *.log)
 echo "total: $(( $(date +%s) - t0 )) s"

@@ -91,3 +91,73 @@ def test_conftest_turns_gpu_skips_into_failures(tmp_path, devices):
     else:
         assert p.returncode == 0, p.stdout
         assert "3 skipped" in last, p.stdout
+
+
+def test_verdict_over_groups(tmp_path):
+    """--groups: the verdict reads every group's log; one skip or one group without a pass fails."""
+    logs = []
+    for i, summary in enumerate(["687 passed in 263.36s", "4 passed in 111.36s", "8 passed in 64.61s"]):
+        log = tmp_path / f"g{i}.txt"
+        log.write_text("...\n" + summary + "\n")
+        logs.append(str(log))
+    run = lambda *a: subprocess.run(["bash", str(SCRIPT), "--verdict", *map(str, a)], capture_output=True,
+                                    text=True, timeout=60)
+    p = run(0, 0, *logs)
+    assert p.returncode == 0 and "699 passed in 3 groups" in p.stdout, p.stdout
+    (tmp_path / "g1.txt").write_text("3 passed, 1 skipped in 100.0s\n")
+    p = run(0, 0, *logs)
+    assert p.returncode == 1 and "g1.txt" in p.stdout, p.stdout
+    (tmp_path / "g1.txt").write_text("no tests ran in 0.01s\n")
+    assert run(0, 0, *logs).returncode == 1
+
+
+def test_every_gpu_test_file_in_one_group():
+    p = subprocess.run(["bash", str(SCRIPT), "--list-groups"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    groups = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.splitlines()}
+    listed = [f for fs in groups.values() for f in fs]
+    on_disk = sorted(f"tests/gpu/{f.name}" for f in (ROOT / "tests" / "gpu").glob("test_*.py"))
+    assert sorted(listed) == on_disk  # each file once
+    assert groups["alone_tune"] == ["tests/gpu/test_tune.py"] and groups["alone_soak"] == ["tests/gpu/test_soak.py"]
+
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+# a stand-in interpreter: pip does nothing; pytest prints a summary per file list and fails in the
+# group named by FAIL_FILE
+case "$*" in
+  *"-m pip"*) exit 0 ;;
+  *"-m pytest"*)
+    n=0; for a in "$@"; do case $a in tests/gpu/*.py) n=$((n + 1)) ;; esac; done
+    if [ -n "${FAIL_FILE:-}" ] && [[ "$*" == *"$FAIL_FILE"* ]]; then echo "1 failed, $n passed in 1.00s"; exit 1; fi
+    echo "$((10 * n)) passed in 1.00s"; exit 0 ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("fail_file", ["", "test_peer_timeline.py", "test_soak.py"])
+def test_groups_mode_end_to_end(tmp_path, fail_file):
+    """--groups with stand-ins for cmake, ctest and python: every group's log, the verdict over
+    all of them, and the archive of the logs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"cmake": "mkdir -p build-gpu; exit 0", "ctest": "echo '100% tests passed'; exit 0",
+                       "nvidia-smi": "echo 'GPU 0: fake'"}.items():
+        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    py = bin_dir / "python3-fake"
+    py.write_text(FAKE_PYTHON)
+    py.chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHON=str(py), OUT=str(out),
+               FAIL_FILE=fail_file)
+    p = subprocess.run(["bash", str(SCRIPT), "--groups"], capture_output=True, text=True, env=env, timeout=120)
+    n_files = len(list((ROOT / "tests" / "gpu").glob("test_*.py")))
+    if fail_file:
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert "FAIL: the GPU tests failed" in p.stdout, p.stdout
+    else:
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"GPU tests: {10 * n_files} passed in 8 groups" in p.stdout, p.stdout
+    assert len(list(out.glob("gpu_tests_*.txt"))) == 8
+    assert (out / "gpu-check.tgz").stat().st_size > 0
