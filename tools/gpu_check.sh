@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU check for a machine without network access (the shared H200 machine):
 #   bash tools/gpu_check.sh [--groups] [pytest args]
-# Builds build-gpu/ (sm_90 unless CUDAARCHS is set), then runs the codec benchmark (every codec,
+# Builds $BUILD_DIR (default build-gpu/; sm_90 unless CUDAARCHS is set), then runs the codec benchmark (every codec,
 # bf16 and fp32, 2^28 elements; without a GPU the host table), the host C tests and `pytest -m gpu`. Python packages the
 # machine lacks are taken from wheels in .whl/ (installed into /tmp/site); logs and the benchmark
 # JSON go to $OUT (default ./gpu-check), and all of them into $OUT/gpu-check.tgz (for machines that
@@ -87,15 +87,16 @@ else
   export PYTHONPATH="$ROOT/python:$ROOT/bench/python"  # the library's package and the harness (taco_bench)
 fi
 t0=$(date +%s)
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDAARCHS:-90}" \
+BUILD_DIR="${BUILD_DIR:-build-gpu}"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDAARCHS:-90}" \
   -DPython3_EXECUTABLE="$(command -v "$PY")" -DTACO_BUILD_TESTS=ON -DTACO_BUILD_BENCH=ON > "$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j"${TACO_JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  cmake --build "$BUILD_DIR" -j"${TACO_JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-export TACO_LIBRARY="$ROOT/build-gpu/libtaco.so"
+export TACO_LIBRARY="$(cd "$BUILD_DIR" && pwd)/libtaco.so"
 { nvidia-smi -L 2>&1 || echo "no nvidia-smi"; } | tee "$OUT/gpus.txt"
 [ "$GROUPS_MODE" -eq 1 ] ||
   "$PY" -m taco bench codec --iters 10 --dtype bf16,fp32 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
-(cd build-gpu && ctest --output-on-failure) > "$OUT/ctest.txt" 2>&1
+(cd "$BUILD_DIR" && ctest --output-on-failure) > "$OUT/ctest.txt" 2>&1
 ctest_rc=$?
 tail -3 "$OUT/ctest.txt"
 if [ "$GROUPS_MODE" -eq 0 ]; then

@@ -141,7 +141,7 @@ def test_groups_mode_end_to_end(tmp_path, fail_file):
     all of them, and the archive of the logs."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in {"cmake": "mkdir -p build-gpu; exit 0", "ctest": "echo '100% tests passed'; exit 0",
+    for name, body in {"cmake": 'mkdir -p "$BUILD_DIR"; exit 0', "ctest": "echo '100% tests passed'; exit 0",
                        "nvidia-smi": "echo 'GPU 0: fake'"}.items():
         (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
         (bin_dir / name).chmod(0o755)
@@ -150,7 +150,7 @@ def test_groups_mode_end_to_end(tmp_path, fail_file):
     py.chmod(0o755)
     out = tmp_path / "out"
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHON=str(py), OUT=str(out),
-               FAIL_FILE=fail_file)
+               FAIL_FILE=fail_file, BUILD_DIR=str(tmp_path / "build"))
     p = subprocess.run(["bash", str(SCRIPT), "--groups"], capture_output=True, text=True, env=env, timeout=120)
     n_files = len(list((ROOT / "tests" / "gpu").glob("test_*.py")))
     if fail_file:
