@@ -64,10 +64,11 @@ struct StagedChunk {
   }
 };
 
-// Whether the staged pipelines copy a thread's codes of a tile whole: INT4 with a block per
-// thread (B = kPerThread, tpb 1), whose 16 code bytes the thread holds: one 16-byte copy and one
-// shared-memory load instead of NCH of 4 bytes 16 apart (a warp's copy is then 512 consecutive
-// bytes), into the same bytes of the slot, laid out by thread. False for every other format.
+// Whether a thread's codes of a tile move whole: INT4 with a block per thread (B = kPerThread,
+// tpb 1), whose 16 code bytes the thread holds. One 16-byte load, store, or copy and shared-memory
+// load instead of NCH of 4 or 2 bytes 16 apart (a warp's access is then 512 consecutive bytes);
+// the staged pipelines keep them in the same bytes of the slot, laid out by thread. False for
+// every other format.
 template <int FMT>
 __device__ __forceinline__ bool wholeCodes(const Args& a) {
   return FMT == kFmtInt4 && a.k.tpb == 1;

@@ -150,7 +150,7 @@ __device__ __forceinline__ void compressTile(const Args& a, size_t block, int t,
   }
   uint8_t* codes = outWire + TACO_HEADER_BYTES;
   if constexpr (FMT == kFmtInt4) {
-    if ((WHOLE || a.vec) && a.k.tpb == 1) {  // a block per thread: its codes in one 16-byte store
+    if ((WHOLE || a.vec) && wholeCodes<FMT>(a)) {  // a block per thread: its codes in one 16-byte store
       uint32_t w[Vec<T>::NCH];
 #pragma unroll
       for (int j = 0; j < Vec<T>::NCH; ++j) {

@@ -58,8 +58,7 @@ __device__ __forceinline__ void accumulateInput(const Args& a, int q, size_t blo
   }
   // every chunk's load issued before the first decode (memory-level parallelism)
   LoadedChunk<V, FMT> c[Vec<T>::NCH];
-  bool whole = false;  // INT4 with a block per thread: its codes in one load
-  if constexpr (FMT == kFmtInt4) whole = active && a.vec && a.k.tpb == 1;
+  const bool whole = active && a.vec && wholeCodes<FMT>(a);  // its codes in one load
   if (whole) {
     if constexpr (FMT == kFmtInt4) LoadedChunk<V, FMT>::loadBlock(c, w + TACO_HEADER_BYTES, block);
   } else if (active && a.vec) {
