@@ -35,7 +35,22 @@ def test_rows_side_by_side_with_the_median_time_ratio(tmp_path, capsys):
     # bf16 before fp32 at the same P; fractions per run in the order given; medians; NEW / BASE
     assert lines[1].split() == ["2", "bfloat16", "taco", "fused", "0.50/0.45", "->", "0.56", "1.100", "0.900", "0.818"]
     assert lines[2].split() == ["2", "float32", "taco", "fused", "0.40/0.38", "->", "0.80", "2.100", "1.000", "0.476"]
-    assert lines[3:] == ["only in BASE: P=8 bfloat16 int4-block oneshot", "only in NEW: P=4 bfloat16 fp8-block fused"]
+    assert lines[3:5] == ["only in BASE: P=8 bfloat16 int4-block oneshot", "only in NEW: P=4 bfloat16 fp8-block fused"]
+    # the summary: geometric mean of 0.9 / 1.1 and 1.0 / 2.1, per algorithm; slowest and fastest rows
+    g = (0.9 / 1.1 * 1.0 / 2.1) ** 0.5
+    assert lines[5] == f"summary: 2 rows, NEW/BASE time geometric mean {g:.3f} (fused {g:.3f})"
+    assert lines[6] == ("summary: slowest 0.818 (P=2 bfloat16 taco fused), fastest 0.476 (P=2 float32 taco fused); "
+                        "0 rows slower and 2 faster by more than 3%")
+
+
+def test_summary_counts_rows_beyond_the_noise(tmp_path, capsys):
+    rows = [(2, "bfloat16", "taco", "fused"), (2, "bfloat16", "taco", "oneshot"), (4, "bfloat16", "taco", "fused")]
+    b = _run(tmp_path, "b.json", [r + (1.00, 0.5) for r in rows])
+    n = _run(tmp_path, "n.json", [r + (t, 0.5) for r, t in zip(rows, (1.05, 1.02, 0.90))])
+    assert rc.main(["--base", b, "--new", n, "--noise", "0.04"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.endswith("1 rows slower and 1 faster by more than 4%"), last
+    assert "slowest 1.050 (P=2 bfloat16 taco fused)" in last and "fastest 0.900 (P=4 bfloat16 taco fused)" in last
 
 
 def test_a_file_that_is_not_a_roofline_run_is_refused(tmp_path):
