@@ -134,6 +134,19 @@ TimelineSummary summarizePeerTimeline(const uint64_t* rows, int nRows) {
     for (int i = first; i < stop; ++i)
       if (ran(i) && reached(i, kTimelineEnd)) v.push_back(us(row(i)[kTimelineEnd], row(i)[kTimelineStart]));
     if (!v.empty()) r.totalUs = median(v);
+    // The work: the total less the waits (wait0 from end A; fused, also wait1 from end B).
+    v.clear();
+    for (int i = first; i < stop; ++i) {
+      if (!ran(i)) continue;
+      bool all = true;
+      for (int e = 0; e < kTimelineEvents; ++e) all = all && (!records(shape.algo, e) || reached(i, e));
+      if (!all) continue;
+      double work = us(row(i)[kTimelineEnd], row(i)[kTimelineStart]) -
+                    us(row(i)[kTimelineWait0], row(i)[kTimelineEndA]);
+      if (fused(shape.algo)) work -= us(row(i)[kTimelineWait1], row(i)[kTimelineEndB]);
+      v.push_back(work);
+    }
+    if (!v.empty()) r.workUs = median(v);
     s.ranks.push_back(r);
   }
   return s;
@@ -172,7 +185,7 @@ std::string formatPeerTimeline(const TimelineSummary& s, const char* who) {
   appendf(out, "%s %5s ", tag, "rank");
   for (int e = 1; e < kTimelineEvents; ++e)
     if (records(s.algo, e)) appendf(out, " %9s", phaseName(s.algo, e));
-  appendf(out, " %9s   (phases: median over CTAs, us)\n", "total");
+  appendf(out, " %9s %9s   (phases: median over CTAs, us; work: total less the waits)\n", "total", "work");
   for (const TimelineRankStats& r : s.ranks) {
     appendf(out, "%s %5s ", tag, rankText(r).c_str());
     for (int e = 1; e < kTimelineEvents; ++e) {
@@ -180,8 +193,11 @@ std::string formatPeerTimeline(const TimelineSummary& s, const char* who) {
       if (r.phaseUs[e - 1] >= 0) appendf(out, " %9.2f", r.phaseUs[e - 1]);
       else appendf(out, " %9s", "-");
     }
-    if (r.totalUs >= 0) appendf(out, " %9.2f\n", r.totalUs);
-    else appendf(out, " %9s\n", "-");
+    for (const double t : {r.totalUs, r.workUs}) {
+      if (t >= 0) appendf(out, " %9.2f", t);
+      else appendf(out, " %9s", "-");
+    }
+    appendf(out, "\n");
   }
   return out;
 }

@@ -64,6 +64,9 @@ struct TimelineRankStats {
   // difference of medians), and of the total (end - start); -1: no CTA did, or not recorded.
   double phaseUs[kTimelinePhases] = {-1, -1, -1, -1, -1};
   double totalUs = -1;
+  // The median of the total less the CTA's waits (its phases' sum), over the CTAs that reached
+  // every event: what a rank's own work took, without waiting for the other ranks' and CTAs'.
+  double workUs = -1;
 };
 
 struct TimelineSummary {

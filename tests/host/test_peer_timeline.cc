@@ -85,6 +85,7 @@ void testFused() {
   for (int k = 0; k < kTimelinePhases; ++k)
     TEST_ASSERT_MSG(near(a.phaseUs[k], phasesA[k]), "rank 0 phase %d: %.4f", k, a.phaseUs[k]);
   TEST_ASSERT(near(a.totalUs, 4.0));
+  TEST_ASSERT(near(a.workUs, 3.1));  // the totals less both waits: 3000/3400/3100 ns
 
   const TimelineRankStats& b = s.ranks[1];
   TEST_ASSERT_EQ_INT(b.rank, 1);
@@ -96,6 +97,7 @@ void testFused() {
   TEST_ASSERT(near(b.phaseUs[kTimelineWait1 - 1], 0.5));
   TEST_ASSERT(near(b.phaseUs[kTimelineEnd - 1], 1.1));
   TEST_ASSERT(near(b.totalUs, 4.2));
+  TEST_ASSERT(near(b.workUs, 3.1));  // 3000/3200: the CTA without its second wait's end does not count
 
   const std::string text = formatPeerTimeline(s, "rank 0/2, at destroy");
   TEST_ASSERT_STR_CONTAINS(text.c_str(),
@@ -104,7 +106,10 @@ void testFused() {
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     1  end wait1          2/3       3.05");
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     0  end C              3/3       4.00       4.10       4.30");
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE  rank          A     wait0         B     wait1         C     total");
-  TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     1       1.00      0.50      1.00      0.50      1.10      4.20");
+  TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE  rank          A     wait0         B     wait1         C     total"
+                                         "      work   (phases: median over CTAs, us; work: total less the waits)\n");
+  TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     1       1.00      0.50      1.00      0.50      1.10      4.20"
+                                         "      3.10\n");
   // Every line is prefixed.
   size_t lines = 0;
   for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1, ++lines)
@@ -136,22 +141,24 @@ void testOneShot() {
   TEST_ASSERT(near(a.phaseUs[0], 0.7) && near(a.phaseUs[1], 0.2) && near(a.phaseUs[4], 0.75));
   TEST_ASSERT(a.phaseUs[2] == -1 && a.phaseUs[3] == -1);
   TEST_ASSERT(near(a.totalUs, 1.65));
+  TEST_ASSERT(near(a.workUs, 1.45));  // 1300/1600: the totals less the wait
 
   const TimelineRankStats& skipped = s.ranks[1];
   TEST_ASSERT_EQ_INT(skipped.rank, -1);
   TEST_ASSERT_EQ_INT(skipped.ctas, 2);
   TEST_ASSERT_EQ_INT(skipped.started, 0);
   TEST_ASSERT_EQ_INT(skipped.event[kTimelineStart].reached, 0);
-  TEST_ASSERT(skipped.phaseUs[0] == -1 && skipped.totalUs == -1);
+  TEST_ASSERT(skipped.phaseUs[0] == -1 && skipped.totalUs == -1 && skipped.workUs == -1);
 
   const TimelineRankStats& c = s.ranks[2];
   TEST_ASSERT_EQ_INT(c.rank, 2);
   TEST_ASSERT(near(c.phaseUs[0], 0.575) && near(c.phaseUs[1], 0.65) && near(c.phaseUs[4], 0.775));
+  TEST_ASSERT(near(c.workUs, 1.35));  // 1260/1440
 
   const std::string text = formatPeerTimeline(s, "rank 0/3, launch 4");
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "the last oneshot launch, P=3, 3 rank(s) in the launch, 2 CTAs per rank");
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     ?  none of its 2 CTAs ran\n");
-  TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     ?          -         -         -         -\n");
+  TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     ?          -         -         -         -         -\n");
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE  rank   compress      wait    decode     total");
   TEST_ASSERT(text.find("end B") == std::string::npos && text.find("wait1") == std::string::npos);
 }
