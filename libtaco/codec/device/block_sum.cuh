@@ -268,7 +268,12 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
       skipped = true;
       continue;
     }
-    nanBlocks |= sumTileOut<T, MODE, FMT, true>(r, block, t, true, v);
+    // INT4 with a block per lane: y in order through the rows of the slot of the tile's last unit,
+    // read by now (storeTileInOrder, io.cuh)
+    uint4* const yRows =
+        FMT == kFmtInt4 && whole ? reinterpret_cast<uint4*>(region + (s == 0 ? D - 1 : s - 1) * Stage<T>::kSumSlot)
+                                 : nullptr;
+    nanBlocks |= sumTileOut<T, MODE, FMT, true>(r, block, t, true, v, yRows);
   }
   cpAsyncWait<0>();
   return SumRest{tile, nStaged, G, skipped, nanBlocks};

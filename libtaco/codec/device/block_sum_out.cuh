@@ -26,13 +26,25 @@ __device__ __forceinline__ void zeroPadding(const Args& a, size_t block, int t, 
 // `count`, and optionally decompresses it again into y. Returns whether the block's sum
 // held NaN or +-Inf (reduce-compress): it was written as a NaN block, and wideBlocks()
 // looks at it again. WHOLE: the caller knows the block is whole and aligned (wholeBlock):
-// active holds, and the tests of it, of the padding and of alignment go.
+// active holds, and the tests of it, of the padding and of alignment go. yRows (INT4 with a
+// block per lane, WHOLE, where the caller has free rows of 32 entries for the warp: a staged
+// slot's region): the warp's tile is stored through them in order (storeTileInOrder).
 template <typename T, int MODE, int FMT, bool WHOLE = false>
 __device__ __forceinline__ bool sumTileOut(const Args& a, size_t block, int t, bool active,
-                                           float (&v)[kPerThread]) {
+                                           float (&v)[kPerThread], uint4* yRows = nullptr) {
   active = WHOLE || active;
-  if constexpr (MODE == kAccumulate) {
+  auto storeY = [&] {
+    if constexpr (FMT == kFmtInt4 && WHOLE) {
+      if (yRows != nullptr) {
+        const int lane = (int)(threadIdx.x & 31);
+        storeTileInOrder<T, 32>(static_cast<T*>(a.y), (block - lane) / 32, yRows, lane, v);
+        return;
+      }
+    }
     if (active) storeValues<T, WHOLE>(static_cast<T*>(a.y), block, t, a, v);
+  };
+  if constexpr (MODE == kAccumulate) {
+    storeY();
     return false;
   } else {
     if (!WHOLE) zeroPadding<T>(a, block, t, active, v);
@@ -46,7 +58,7 @@ __device__ __forceinline__ bool sumTileOut(const Args& a, size_t block, int t, b
       for (int r = 0; r < kPerThread; ++r) v[r] = v[r] * d;
       if (a.k.rotate) fwht<Vec<T>::V>(v, t, a.k.tpb);
       if (K != 0) unshiftAll(v, K, true);
-      if (active) storeValues<T, WHOLE>(static_cast<T*>(a.y), block, t, a, v);
+      storeY();
     }
     return bad && active;
   }

@@ -237,6 +237,38 @@ __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Arg
   }
 }
 
+// A tile of a block per lane (B = kPerThread, tpb 1: INT4's default) is its 32 blocks end to end.
+// storeTileInOrder stores it in order, 16 bytes a lane: store j of lane i is unit u = 32 j + i of
+// the tile, 512 consecutive bytes a store across the warp, where a lane that stores its own block
+// writes 16 bytes every 64 (bf16) or 128 (fp32). The values go through shared memory: lane o puts
+// its chunk c in row c (rows of ROW 16-byte entries, the warp's lane 0 at warpSlot) at entry
+// o ^ tileSwizzle(c), and lane i takes unit u from chunk u % NCH of lane u / NCH. The swizzle
+// leaves neither side with bank conflicts (the 8 lanes of a quarter warp reach 8 different
+// 16-byte columns). The rows must be free: no lane still reads them, no copy into them is pending.
+// (The sums' outputs take it, block_sum.cuh. Loading a tile in order the same way, compress's
+// input and the reduce's exact input, was measured slower: docs/results.md.)
+template <typename T>
+__device__ __forceinline__ int tileSwizzle(int c) { return c * 8 / Vec<T>::NCH; }
+template <typename T, int ROW>
+__device__ __forceinline__ void storeTileInOrder(T* y, size_t tile, uint4* warpSlot, int lane,
+                                                 const float (&v)[kPerThread]) {
+  constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
+  __syncwarp();  // every lane is done with the rows
+#pragma unroll
+  for (int j = 0; j < NCH; ++j) {
+    uint4 raw;
+    packChunk<T>(v, j, raw);
+    warpSlot[j * ROW + (lane ^ tileSwizzle<T>(j))] = raw;
+  }
+  __syncwarp();
+  T* dst = y + tile * (32 * kPerThread);
+#pragma unroll
+  for (int j = 0; j < NCH; ++j) {
+    const int u = 32 * j + lane, c = u % NCH, o = u / NCH;
+    *reinterpret_cast<uint4*>(dst + (size_t)u * V) = warpSlot[c * ROW + (o ^ tileSwizzle<T>(c))];
+  }
+}
+
 // INT6 codes of a chunk: V = 4 or 8 codes packed in 3V/4 bytes (packInt6, docs/format.md),
 // whole 24-bit words, so chunks of different threads share no byte. With aligned
 // pointers a V = 8 chunk is 2-byte aligned (a block's codes start at a multiple of

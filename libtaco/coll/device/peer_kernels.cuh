@@ -202,8 +202,15 @@ __device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool in
   }
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
+  // (a in shared memory: the staged loops take its fields into registers)
+  if constexpr (FMT == kFmtInt4) {  // a block per lane, in any type
+    if (a.vec && inputsOk && int4WholeDecode(a)) {
+      int4WholeDecompressTiles<T, true>(a, w.warp, w.nWarps, nTiles);
+      return;
+    }
+  }
   if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipeline copies a chunk's codes whole
-    if (a.vec && inputsOk) {  // (a in shared memory: its fields into registers)
+    if (a.vec && inputsOk) {
       genericDecompressTiles<T, FMT, true>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
       return;
     }
