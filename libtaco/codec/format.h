@@ -65,6 +65,9 @@ constexpr int stagedChunkBytes(int fmt, int elemBytes) {
   return bytes == 4 || bytes == 8 || bytes == 16 ? bytes : 0;
 }
 constexpr bool stagedCodes(int fmt, int elemBytes) { return stagedChunkBytes(fmt, elemBytes) != 0; }
+// The staged sums (genericSumTiles) take those and INT4 in every type, in fp32 only where a lane
+// holds a whole block (B = 32: its 16 code bytes in one copy; the device side tests that, wholeCodes).
+constexpr bool stagedSumCodes(int fmt, int elemBytes) { return stagedCodes(fmt, elemBytes) || fmt == kFmtInt4; }
 static_assert(formatRowsConsistent(), "format rows");
 
 // fn(std::integral_constant<int, FMT>{}) for the block format fmt, a run-time value (`none` for

@@ -118,7 +118,7 @@ int ctasPerSm(bool blocked, bool rotated256Path, bool sumPath) {
 // The block-codec kernel for the codec's code format (compiled in: no per-element switch) and its
 // dynamic shared memory; fastPath = takesRotated256Kernel(), sumPath = takesRotated256SumKernel().
 // The staged pipelines copy a chunk's codes whole: sums of several inputs (decompress-accumulate,
-// reduce-compress) of the other formats (stagedCodes false: INT6, and INT4 in fp32) take
+// reduce-compress) of the other formats (stagedSumCodes false: INT6) take
 // generalTiles, without shared memory.
 template <typename T, int MODE>
 KernelFn blockKernel(const Args& a, int fmt, bool fastPath, bool sumPath, size_t& smem) {
@@ -137,7 +137,7 @@ KernelFn blockKernel(const Args& a, int fmt, bool fastPath, bool sumPath, size_t
   }
   smem = MODE == kCompress                ? genericCompressSmemBytes(dtype)
          : plainDecompress(a, MODE)       ? genericDecompressSmemBytes(dtype)  // genericDecompressTiles
-         : stagedCodes(fmt, (int)dtypeBytes(dtype)) ? genericSumSmemBytes(dtype)  // genericSumTiles
+         : stagedSumCodes(fmt, (int)dtypeBytes(dtype)) ? genericSumSmemBytes(dtype)  // genericSumTiles
                                           : 0;
   return blockCodecKernelFor<T, MODE>(fmt);
 }

@@ -144,7 +144,7 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
     if (rot)
       smem = std::max({smem, rotated256CompressSmemBytes(dtype), rotated256DecompressSmemBytes(dtype),
                        rotated256SumSmemBytes(dtype)});
-    if (stagedCodes(d->format, (int)dtypeBytes(dtype))) smem = std::max(smem, genericSumSmemBytes(dtype));
+    if (stagedSumCodes(d->format, (int)dtypeBytes(dtype))) smem = std::max(smem, genericSumSmemBytes(dtype));
   }
   // The fused two-shot: a launch per phase (coll/device/peer_kernels.cuh says why), each
   // launched early (TACO_PEER_EARLY_LAUNCH, sm_90) where this launch's ranks are all the

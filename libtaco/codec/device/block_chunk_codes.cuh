@@ -43,11 +43,15 @@ __device__ __forceinline__ void decodeChunk(const uint8_t (&c)[V], float* out) {
 // One chunk's codes as the staged pipelines copy them (stagedChunkBytes, codec/format.h): a
 // word of V bytes, or of V / 2 for INT4's nibbles (element 2i in the low nibble of byte i), at
 // byte offset byteOffset(e0) of the codes for a chunk whose first element is e0; decode() gives
-// its V values as decodeChunk does (INT4: the word decoded whole, block_math.h).
+// its V values as decodeChunk does (INT4: the word decoded whole, block_math.h). INT4 in fp32
+// (kBytes 2, which cp.async does not copy) is staged a whole block at a time only (wholeCodes):
+// its chunk's word is the low 16 bits of a Word.
 template <int V, int FMT>
 struct StagedChunk {
   static constexpr int kBytes = V * formatInfo(FMT).bits / 8;
-  static_assert(kBytes == 4 || kBytes == 8, "the staged pipelines copy 4 or 8 bytes of codes a chunk");
+  static_assert(kBytes == 4 || kBytes == 8 || (kBytes == 2 && FMT == kFmtInt4),
+                "the staged pipelines copy 4 or 8 bytes of codes a chunk (INT4 in fp32: whole blocks)");
+  static constexpr bool kChunkCopies = kBytes >= 4;  // cp.async copies a chunk's word
   using Word = typename std::conditional<kBytes == 8, uint2, uint32_t>::type;
   __device__ __forceinline__ static size_t byteOffset(size_t e0) {
     if constexpr (formatInfo(FMT).bits == 4) return e0 / 2;  // e0 is a chunk's first element: even
@@ -82,6 +86,10 @@ __device__ __forceinline__ void wholeCodeWords(const uint4& q, Word (&w)[NCH]) {
     w[1] = q.y;
     w[2] = q.z;
     w[3] = q.w;
+  } else if constexpr (NCH == 8 && sizeof(Word) == 4) {  // fp32: a chunk's 2 bytes in the low half
+    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = words[j / 2] >> (16 * (j & 1));
   }
 }
 

@@ -73,12 +73,14 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
 // sum (genericSumTiles): one compressed input or more whose headers matched, codes that
 // cp.async copies a chunk at a time (stagedCodes, codec/format.h: byte codes, and INT4 in
-// 16-bit types; INT4 in fp32 and INT6 take generalTiles), and aligned pointers. Plain
-// decompress (one input, no exact input) has a pipeline of its own, genericDecompressTiles.
-// The callers test stagedCodes at compile time (the pipelines are not instantiated without it).
+// 16-bit types) or INT4 with a block per lane in any type (wholeCodes: its 16 code bytes at
+// once; INT4 in fp32 otherwise, and INT6, take generalTiles), and aligned pointers. Plain
+// decompress (one input, no exact input) has pipelines of its own (block_decompress.cuh).
+// The callers test stagedSumCodes at compile time (the pipeline is not instantiated without it).
 template <typename T, int FMT>
 __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
-  return stagedCodes(FMT, sizeof(T)) && a.vec && inputsOk && a.in.n >= 1;
+  return stagedSumCodes(FMT, sizeof(T)) && (stagedCodes(FMT, sizeof(T)) || wholeCodes<FMT>(a)) && a.vec &&
+         inputsOk && a.in.n >= 1;
 }
 
 // This thread's codes of one staged input (NCH words, a warp apart), decoded and
@@ -175,7 +177,7 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
           const uint8_t* w = static_cast<const uint8_t*>(a.in.ptr[q]);
           if (whole) {
             cpAsync(wholeAt(slot, i), w + TACO_HEADER_BYTES + block * (kPerThread / 2), 16);
-          } else {
+          } else if constexpr (Chunk::kChunkCopies) {
             Word* c = codesAt(slot, i);
 #pragma unroll
             for (int j = 0; j < NCH; ++j)

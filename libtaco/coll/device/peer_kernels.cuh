@@ -183,9 +183,11 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
         genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
         return;
       }
-      if (takesStagedSum<T, FMT>(a, inputsOk))  // k inputs (+ exact), staged
-        rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
     }
+  }
+  if constexpr (stagedSumCodes(FMT, sizeof(T))) {
+    if (!rotated && takesStagedSum<T, FMT>(a, inputsOk))  // k inputs (+ exact), staged
+      rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
   }
   generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
 }
