@@ -234,24 +234,16 @@ __device__ __forceinline__ void genericCompressTiles(const Args& a, size_t warp,
   extern __shared__ uint4 stagingArea[];
   uint4* mine = stagingArea + threadIdx.x;
   const size_t nStaged = a.vec ? min(nTiles, (a.count / (size_t)a.k.B) / (size_t)groupsPerWarp) : 0;
-  auto stageTile = [&](size_t tile, int slot) {
-    if (tile < nStaged)
-      stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
-                  mine + slot * Vec<T>::NCH * kThreads);
-    cpAsyncCommit();
-  };
-#pragma unroll
-  for (int i = 0; i < D - 1; ++i) stageTile(warp + i * nWarps, i);
-  int s = 0;
-  size_t tile = warp;
-  for (; tile < nStaged; tile += nWarps) {
-    stageTile(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);  // into the slot read one tile ago
-    cpAsyncWait<D - 1>();  // this tile's copies have landed
-    compressBlockTile<T, FMT, true>(a, tile * groupsPerWarp + groupInWarp, t, mine + s * Vec<T>::NCH * kThreads);
-    s = s + 1 == D ? 0 : s + 1;
-  }
-  cpAsyncWait<0>();
-  for (; tile < nTiles; tile += nWarps)
+  const size_t rest = stagedTileLoop<D>(
+      warp, nWarps, nStaged,
+      [&](size_t tile, int slot) {
+        stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
+                    mine + slot * Vec<T>::NCH * kThreads);
+      },
+      [&](size_t tile, int slot) {
+        compressBlockTile<T, FMT, true>(a, tile * groupsPerWarp + groupInWarp, t, mine + slot * Vec<T>::NCH * kThreads);
+      });
+  for (size_t tile = rest; tile < nTiles; tile += nWarps)
     compressBlockTile<T, FMT, false>(a, tile * groupsPerWarp + groupInWarp, t, nullptr);
 }
 

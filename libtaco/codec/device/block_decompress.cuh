@@ -37,45 +37,36 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& args, size_t 
   auto scalesAt = [&](int slot) {
     return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
   };
-  auto stageTile = [&](size_t tile, int slot) {
-    if (tile < nStaged) {
-      const size_t block = tile * groupsPerWarp + groupInWarp;
+  const size_t rest = stagedTileLoop<D>(
+      warp, nWarps, nStaged,
+      [&](size_t tile, int slot) {
+        const size_t block = tile * groupsPerWarp + groupInWarp;
 #pragma unroll
-      for (int j = 0; j < NCH; ++j)
-        cpAsync(codesAt(slot, j), w + TACO_HEADER_BYTES + Chunk::byteOffset(block * a.k.B + (size_t)(t + a.k.tpb * j) * V),
-                sizeof(Word));
-      cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
-    }
-    cpAsyncCommit();
-  };
+        for (int j = 0; j < NCH; ++j)
+          cpAsync(codesAt(slot, j),
+                  w + TACO_HEADER_BYTES + Chunk::byteOffset(block * a.k.B + (size_t)(t + a.k.tpb * j) * V), sizeof(Word));
+        cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
+      },
+      [&](size_t tile, int s) {
+        const size_t block = tile * groupsPerWarp + groupInWarp;
+        float v[kPerThread];
+        const float2 sp = *scalesAt(s);
+        const float alpha = a.k.adaptive ? sp.x : 1.0f, scale = a.k.adaptive ? sp.y : sp.x;
+        const int K = decodeShift(scale, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
+        const float d = decodeScaleShifted(scale, alpha, a.k.c, K);
+        auto decodeInto = [&](int j, const Word cw) {
+          float f[V];
+          Chunk::decode(cw, f);
 #pragma unroll
-  for (int i = 0; i < D - 1; ++i) stageTile(warp + i * nWarps, i);
-  int s = 0;
-  size_t tile = warp;
-  for (; tile < nStaged; tile += nWarps) {
-    stageTile(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);  // into the slot read one tile ago
-    cpAsyncWait<D - 1>();
-    const size_t block = tile * groupsPerWarp + groupInWarp;
-    float v[kPerThread];
-    const float2 sp = *scalesAt(s);
-    const float alpha = a.k.adaptive ? sp.x : 1.0f, sc = a.k.adaptive ? sp.y : sp.x;
-    const int K = decodeShift(sc, alpha, a.k.c);  // block_math.h: K != 0 only at the extremes
-    const float d = decodeScaleShifted(sc, alpha, a.k.c, K);
-    auto decodeInto = [&](int j, const Word cw) {
-      float f[V];
-      Chunk::decode(cw, f);
+          for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
+        };
 #pragma unroll
-      for (int i = 0; i < V; ++i) v[j * V + i] = f[i] * d;
-    };
-#pragma unroll
-    for (int j = 0; j < NCH; ++j) decodeInto(j, *codesAt(s, j));
-    if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
-    if (K != 0) unshiftAll(v, K, !wideScale(sc));
-    storeValues<T, true>(static_cast<T*>(a.y), block, t, a, v);
-    s = s + 1 == D ? 0 : s + 1;
-  }
-  cpAsyncWait<0>();
-  for (; tile < nTiles; tile += nWarps) {
+        for (int j = 0; j < NCH; ++j) decodeInto(j, *codesAt(s, j));
+        if (a.k.rotate) fwht<V>(v, t, a.k.tpb);
+        if (K != 0) unshiftAll(v, K, !wideScale(scale));
+        storeValues<T, true>(static_cast<T*>(a.y), block, t, a, v);
+      });
+  for (size_t tile = rest; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
@@ -114,22 +105,12 @@ __device__ __forceinline__ void int4WholeDecompressTiles(const Args& args, size_
   auto scalesAt = [&](int slot) {
     return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
   };
-  auto stageTile = [&](size_t tile, int slot) {
-    if (tile < nStaged) {
-      const size_t block = tile * 32 + lane;
-      cpAsync(codesAt(slot), codes + block * (kPerThread / 2), 16);
-      cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
-    }
-    cpAsyncCommit();
+  auto stage = [&](size_t tile, int slot) {
+    const size_t block = tile * 32 + lane;
+    cpAsync(codesAt(slot), codes + block * (kPerThread / 2), 16);
+    cpAsync(scalesAt(slot), sc + perBlock * block, 4 * perBlock);
   };
-#pragma unroll
-  for (int i = 0; i < D - 1; ++i) stageTile(warp + i * nWarps, i);
-  int s = 0;
-  size_t tile = warp;
-  for (; tile < nStaged; tile += nWarps) {
-    __syncwarp();  // the slot refilled next was read by every lane one tile ago
-    stageTile(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);
-    cpAsyncWait<D - 1>();
+  auto decode = [&](size_t tile, int s) {
     __syncwarp();  // every lane's copies have landed: the lanes read each other's codes
     const float2 sp = *scalesAt(s);
     const float alpha = a.k.adaptive ? sp.x : 1.0f, scale = a.k.adaptive ? sp.y : sp.x;
@@ -160,10 +141,11 @@ __device__ __forceinline__ void int4WholeDecompressTiles(const Args& args, size_
       packChunk<T>(v, 0, raw);
       *reinterpret_cast<uint4*>(y + (size_t)u * V) = raw;
     }
-    s = s + 1 == D ? 0 : s + 1;
-  }
-  cpAsyncWait<0>();
-  for (; tile < nTiles; tile += nWarps) {  // the piece's last tiles: a lane a block, through the general loads
+  };
+  const size_t rest = stagedTileLoop<D>(warp, nWarps, nStaged, stage, decode, [] {
+    __syncwarp();  // the slot refilled next was read by every lane one turn ago
+  });
+  for (size_t tile = rest; tile < nTiles; tile += nWarps) {  // the piece's last tiles: a lane a block, through the general loads
     const size_t block = tile * 32 + lane;
     const bool active = block < a.nBlocks;
     float v[kPerThread];

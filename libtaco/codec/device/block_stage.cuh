@@ -28,5 +28,39 @@ struct Stage {
       kSumGroup * kDecompressSlot > kCompressSlot ? kSumGroup * kDecompressSlot : kCompressSlot;
 };
 
+// The staged loop of a software pipeline over this warp's tiles warp, warp + nWarps, ... < nStaged
+// (the tiles whose blocks are all whole and aligned), D - 1 tiles ahead: stage(tile, slot) issues a
+// tile's copies into one of D slots (only for tiles < nStaged; a commit group either way, which
+// the waits count), body(tile, slot) computes a tile once its copies have landed, and top() runs
+// at the start of every turn, before the copies into the slot read one turn ago (a __syncwarp
+// where the lanes read each other's copies). Returns the first tile past the staged ones, for the
+// general loop after it; every copy has landed by then.
+template <int D, class StageFn, class BodyFn, class TopFn>
+__device__ __forceinline__ size_t stagedTileLoop(size_t warp, size_t nWarps, size_t nStaged, StageFn stage,
+                                                 BodyFn body, TopFn top) {
+  auto issue = [&](size_t tile, int slot) {
+    if (tile < nStaged) stage(tile, slot);
+    cpAsyncCommit();
+  };
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) issue(warp + i * nWarps, i);
+  int s = 0;
+  size_t tile = warp;
+  for (; tile < nStaged; tile += nWarps) {
+    top();
+    issue(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);  // into the slot read one turn ago
+    cpAsyncWait<D - 1>();  // this tile's copies have landed
+    body(tile, s);
+    s = s + 1 == D ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();
+  return tile;
+}
+template <int D, class StageFn, class BodyFn>
+__device__ __forceinline__ size_t stagedTileLoop(size_t warp, size_t nWarps, size_t nStaged, StageFn stage,
+                                                 BodyFn body) {
+  return stagedTileLoop<D>(warp, nWarps, nStaged, stage, body, [] {});
+}
+
 }  // namespace dev
 }  // namespace taco
