@@ -1,6 +1,6 @@
 // The code formats' rows (codec/format.h) and what follows from them: the wire bytes of a
 // block's codes, and which formats the staged (cp.async) pipelines take per element size
-// (stagedCodes: a chunk's codes copied whole, 4, 8 or 16 bytes), against a table written out
+// (stagedCodes: a chunk's codes copied whole, 4, 8 or 16 bytes; stagedSumCodes), against a table written out
 // by hand from docs/format.md.
 #include <cstddef>
 
@@ -35,6 +35,10 @@ int main() {
     TEST_ASSERT_MSG(stagedChunkBytes(r.fmt, r.elemBytes) == r.chunkBytes, "format %d, %d-byte elements: %d bytes",
                     (int)r.fmt, r.elemBytes, stagedChunkBytes(r.fmt, r.elemBytes));
     TEST_ASSERT_MSG(stagedCodes(r.fmt, r.elemBytes) == (r.chunkBytes != 0), "format %d, %d-byte elements",
+                    (int)r.fmt, r.elemBytes);
+    // The staged sums take the same, and INT4 in fp32 too (a block per lane: 16 bytes at once).
+    const bool sum = r.chunkBytes != 0 || (r.fmt == kFmtInt4 && r.elemBytes == 4);
+    TEST_ASSERT_MSG(stagedSumCodes(r.fmt, r.elemBytes) == sum, "format %d, %d-byte elements: staged sum",
                     (int)r.fmt, r.elemBytes);
   }
   return TEST_REPORT();

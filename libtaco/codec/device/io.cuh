@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "codec/device/common.cuh"
+#include "codec/tile_order.h"
 
 namespace taco {
 namespace dev {
@@ -240,15 +241,11 @@ __device__ __forceinline__ void storeValues(T* y, size_t block, int t, const Arg
 // A tile of a block per lane (B = kPerThread, tpb 1: INT4's default) is its 32 blocks end to end.
 // storeTileInOrder stores it in order, 16 bytes a lane: store j of lane i is unit u = 32 j + i of
 // the tile, 512 consecutive bytes a store across the warp, where a lane that stores its own block
-// writes 16 bytes every 64 (bf16) or 128 (fp32). The values go through shared memory: lane o puts
-// its chunk c in row c (rows of ROW 16-byte entries, the warp's lane 0 at warpSlot) at entry
-// o ^ tileSwizzle(c), and lane i takes unit u from chunk u % NCH of lane u / NCH. The swizzle
-// leaves neither side with bank conflicts (the 8 lanes of a quarter warp reach 8 different
-// 16-byte columns). The rows must be free: no lane still reads them, no copy into them is pending.
-// (The sums' outputs take it, block_sum.cuh. Loading a tile in order the same way, compress's
-// input and the reduce's exact input, was measured slower: docs/results.md.)
-template <typename T>
-__device__ __forceinline__ int tileSwizzle(int c) { return c * 8 / Vec<T>::NCH; }
+// writes 16 bytes every 64 (bf16) or 128 (fp32). The values go through shared memory, in rows of
+// ROW 16-byte entries (the warp's lane 0 at warpSlot), laid out by codec/tile_order.h: no bank
+// conflicts on either side. The rows must be free: no lane still reads them, no copy into them is
+// pending. (The sums' outputs take it, block_sum.cuh. Loading a tile in order the same way,
+// compress's input and the reduce's exact input, was measured slower: docs/results.md.)
 template <typename T, int ROW>
 __device__ __forceinline__ void storeTileInOrder(T* y, size_t tile, uint4* warpSlot, int lane,
                                                  const float (&v)[kPerThread]) {
@@ -258,14 +255,14 @@ __device__ __forceinline__ void storeTileInOrder(T* y, size_t tile, uint4* warpS
   for (int j = 0; j < NCH; ++j) {
     uint4 raw;
     packChunk<T>(v, j, raw);
-    warpSlot[j * ROW + (lane ^ tileSwizzle<T>(j))] = raw;
+    warpSlot[j * ROW + tileColumn(lane, j, NCH)] = raw;
   }
   __syncwarp();
   T* dst = y + tile * (32 * kPerThread);
 #pragma unroll
   for (int j = 0; j < NCH; ++j) {
     const int u = 32 * j + lane, c = u % NCH, o = u / NCH;
-    *reinterpret_cast<uint4*>(dst + (size_t)u * V) = warpSlot[c * ROW + (o ^ tileSwizzle<T>(c))];
+    *reinterpret_cast<uint4*>(dst + (size_t)u * V) = warpSlot[c * ROW + tileColumn(o, c, NCH)];
   }
 }
 
