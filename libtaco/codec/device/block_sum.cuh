@@ -79,8 +79,7 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
 // The callers test stagedSumCodes at compile time (the pipeline is not instantiated without it).
 template <typename T, int FMT>
 __device__ __forceinline__ bool takesStagedSum(const Args& a, bool inputsOk) {
-  return stagedSumCodes(FMT, sizeof(T)) && (stagedCodes(FMT, sizeof(T)) || wholeCodes<FMT>(a)) && a.vec &&
-         inputsOk && a.in.n >= 1;
+  return (stagedCodes(FMT, sizeof(T)) || wholeCodes<FMT>(a)) && a.vec && inputsOk && a.in.n >= 1;
 }
 
 // This thread's codes of one staged input (NCH words, a warp apart), decoded and
