@@ -48,20 +48,28 @@ cudaError_t residentPerSm(PeerKernel kernel, size_t smem, int* perSm) {
 }
 
 template <typename T>
-PeerKernel pickKernelFor(int algo, int fmt, bool rot, int phase) {
-  if (algo == tacoAlgoOneShotRaw) return peerKernelFor<T, kFmtRaw>(algo, rot, phase);
+PeerKernel pickKernelFor(int algo, int fmt, bool rot, int phase, bool claim) {
+  if (algo == tacoAlgoOneShotRaw) return peerKernelFor<T, kFmtRaw>(algo, rot, phase, false);
   return visitBlockFormat(fmt, PeerKernel(nullptr),
-                          [&](auto f) { return peerKernelFor<T, decltype(f)::value>(algo, rot, phase); });
+                          [&](auto f) { return peerKernelFor<T, decltype(f)::value>(algo, rot, phase, claim); });
 }
 
-PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype, int phase) {
+PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype, int phase, bool claim = false) {
   switch (dtype) {
-    case tacoFloat32: return pickKernelFor<float>(algo, fmt, rot, phase);
-    case tacoFloat16: return pickKernelFor<__half>(algo, fmt, rot, phase);
-    case tacoBfloat16: return pickKernelFor<__nv_bfloat16>(algo, fmt, rot, phase);
+    case tacoFloat32: return pickKernelFor<float>(algo, fmt, rot, phase, claim);
+    case tacoFloat16: return pickKernelFor<__half>(algo, fmt, rot, phase, claim);
+    case tacoBfloat16: return pickKernelFor<__nv_bfloat16>(algo, fmt, rot, phase, claim);
     default: return nullptr;
   }
 }
+
+// The fused two-shot takes its tiles in the claimed order (coll/device/peer_kernels.cuh) from this
+// many ranks on, for codecs without rotation (whose formats have it: kClaimFormat). Measured on an
+// H200 (loopback, docs/results.md, "Tiles claimed"): at P = 8 fp8-block and int8-block 5-8 % faster;
+// at P = 4 within 3 %; at P = 2 up to 10 % slower, where the phases are bound by HBM (CTAs that end
+// early leave their bandwidth to the others, so the static order loses nothing) and every claim of
+// a rank's warps goes to one counter.
+constexpr int kPeerClaimMinRanks = 8;
 
 // One launch of `kernel` for L (its CTAs per rank set here): cooperative, or with `early`
 // launched before the previous kernel in the stream ends (coll/device/peer_kernels.cuh).
@@ -153,8 +161,9 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   const bool fused = L.algo == tacoAlgoFused;
   const bool early = fused && peerLaunchesEarly(L.ranksPerDevice, L.nLocal);
   const int launches = fused ? kFusedPhases : 1;
+  const bool claim = fused && !L.proto.k.rotate && L.P >= kPeerClaimMinRanks;
   for (int phase = 0; phase < launches; ++phase) {
-    const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase);
+    const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase, claim);
     if (kernel == nullptr) return cudaErrorInvalidValue;
     const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, early, stream);
     if (e != cudaSuccess) return e;

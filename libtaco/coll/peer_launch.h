@@ -96,11 +96,12 @@ enum FusedPhase { kFusedScatter = 0, kFusedReduce = 1, kFusedGather = 2, kFusedP
 
 using PeerKernel = void (*)(const PeerLaunch);
 // The kernel of element type T and code format FMT for (algo, rotated256 layout, the fused
-// two-shot's phase: kFused*, ignored by the one-shots); FMT kFmtRaw holds the raw
-// one-shot. nullptr if none. Instantiated per (T, FMT) in the translation units that
-// CMakeLists.txt makes of coll/peer_kernels.cu.in.
+// two-shot's phase: kFused*, ignored by the one-shots; claim: the fused two-shot's claimed tile
+// order where the format has it); FMT kFmtRaw holds the raw one-shot. nullptr if none.
+// Instantiated per (T, FMT) in the translation units that CMakeLists.txt makes of
+// coll/peer_kernels.cu.in.
 template <typename T, int FMT>
-PeerKernel peerKernelFor(int algo, bool rot, int phase);
+PeerKernel peerKernelFor(int algo, bool rot, int phase, bool claim);
 
 // The most CTAs one rank's launch can have on the current device (the grid NCCL's LSA
 // barriers are reserved for; coll/allreduce_peer.cu).

@@ -7,7 +7,8 @@
 //                            the epoch (launches, each call's rounded up to
 //                            even), per-phase arrival counters, the finish
 //                            counter, the failed word, the scatter's counter
-//                            of odd epochs
+//                            of odd epochs; from line kCtlClaims, the fused
+//                            two-shot's tile counters
 //   [kFlagsOffset, ...)      flags[phase][src], one 32-bit word per 128-byte line,
 //                            written by rank src with release semantics
 //   [kDataOffset, ...)       two halves of data, used by alternate epochs (parity)
@@ -35,7 +36,16 @@ constexpr size_t kCtlFailed = kCtlFinish + 1;
 // chunk k may start before that of chunk k - 1 has ended (coll/device/peer_kernels.cuh), whose
 // reset of the counter only a kernel's end makes visible for certain; that of chunk k - 2 has ended.
 constexpr size_t kCtlArriveScatterOdd = kCtlFailed + 1;
-constexpr size_t kControlBytes = 16 * kPeerLine;
+// The fused two-shot's tile counters (coll/device/peer_kernels.cuh, the claimed tile order): one
+// per epoch parity, phase (A, B, C) and piece of the phase (A and C: P - 1 pieces), from line
+// kCtlClaims on; the last CTA of a phase to finish resets its counters to 0.
+constexpr size_t kCtlClaims = 16;
+constexpr int kClaimPhases = 3;
+constexpr int kClaimPieces = kMaxPeerRanks;
+inline constexpr size_t claimLine(int parity, int phase, int piece) {
+  return kCtlClaims + ((size_t)parity * kClaimPhases + (size_t)phase) * kClaimPieces + (size_t)piece;
+}
+constexpr size_t kControlBytes = claimLine(2, 0, 0) * kPeerLine;
 constexpr size_t kFlagsOffset = kControlBytes;
 constexpr size_t kFlagsBytes = (size_t)kPeerPhases * kMaxPeerRanks * kPeerLine;
 constexpr size_t kDataOffset = kFlagsOffset + kFlagsBytes;

@@ -278,7 +278,8 @@ def test_config_workspace_and_queries(taco):
 
 
 def peer_scratch(chunk, P, codec=None, block=256):
-    """coll/peer_plan.h: control and flag lines, two halves, a tail. A half holds max(chunk / 2,
+    """coll/peer_plan.h: control lines (16, then the fused two-shot's tile counters: 2 parities x
+    3 phases x 16 pieces), flag lines, two halves, a tail. A half holds max(chunk / 2,
     P x 64 KiB) and, for a blocked codec, P slots of the wire (256-byte aligned) of the staged
     plan's piece of 16-bit data: max(1, chunk / P / (2 B)) blocks of B."""
     from taco import codec as tcodec
@@ -287,7 +288,7 @@ def peer_scratch(chunk, P, codec=None, block=256):
         piece = max(1, chunk // P // (2 * block)) * block
         half = max(half, P * (-(-tcodec.compressed_size(codec, piece, "bfloat16") // 256) * 256))
     half = -(-half // 256) * 256
-    return 16 * 128 + 2 * 16 * 128 + 2 * half + 256
+    return (16 + 2 * 3 * 16) * 128 + 2 * 16 * 128 + 2 * half + 256
 
 
 def test_algo_config_selection_and_async_error(taco, torch):

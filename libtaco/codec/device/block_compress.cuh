@@ -220,22 +220,22 @@ __device__ __forceinline__ void compressBlockTile(const Args& a, size_t block, i
   compressTile<T, FMT, kCompress, STAGED>(a, block, t, active, v, m0, bad, a.out, d, K);
 }
 
-// Compress of this warp's tiles (tiles warp, warp + nWarps, ... < nTiles; a tile is
-// the warp's groupsPerWarp blocks, this thread lane t of block groupInWarp), as a
+// Compress of this warp's tiles (in the order `tiles` gives them, below nTiles: tile_queue.cuh; a
+// tile is the warp's groupsPerWarp blocks, this thread lane t of block groupInWarp), as a
 // software pipeline: tile i + D - 1 is being copied in while tile i is compressed.
 // The tiles whose blocks are all whole and aligned (the first nStaged) are staged, in a loop
 // of one straight path; the rest (the piece's last tiles) go through the general load
 // after it. Shared memory: Stage<T>::kCompressDepth slots of kCompressSlot bytes
 // (codec/launch.h: genericCompressSmemBytes), kThreads per CTA.
-template <typename T, int FMT>
-__device__ __forceinline__ void genericCompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
-                                                     int groupsPerWarp, int groupInWarp, int t) {
+template <typename T, int FMT, class Tiles>
+__device__ __forceinline__ void genericCompressTiles(const Args& a, Tiles& tiles, size_t nTiles, int groupsPerWarp,
+                                                     int groupInWarp, int t) {
   constexpr int D = Stage<T>::kCompressDepth;
   extern __shared__ uint4 stagingArea[];
   uint4* mine = stagingArea + threadIdx.x;
   const size_t nStaged = a.vec ? min(nTiles, (a.count / (size_t)a.k.B) / (size_t)groupsPerWarp) : 0;
-  const size_t rest = stagedTileLoop<D>(
-      warp, nWarps, nStaged,
+  stagedTileLoop<D>(
+      tiles, nStaged,
       [&](size_t tile, int slot) {
         stageRaw<T>(static_cast<const T*>(a.x), tile * groupsPerWarp + groupInWarp, t, a,
                     mine + slot * Vec<T>::NCH * kThreads);
@@ -243,8 +243,8 @@ __device__ __forceinline__ void genericCompressTiles(const Args& a, size_t warp,
       [&](size_t tile, int slot) {
         compressBlockTile<T, FMT, true>(a, tile * groupsPerWarp + groupInWarp, t, mine + slot * Vec<T>::NCH * kThreads);
       });
-  for (size_t tile = rest; tile < nTiles; tile += nWarps)
-    compressBlockTile<T, FMT, false>(a, tile * groupsPerWarp + groupInWarp, t, nullptr);
+  for (; tiles.front() < nTiles; tiles.pop())
+    compressBlockTile<T, FMT, false>(a, tiles.front() * groupsPerWarp + groupInWarp, t, nullptr);
 }
 
 }  // namespace dev

@@ -17,9 +17,9 @@ namespace dev {
 // path, and the rest (the piece's last tiles) go through the general loads after it.
 // SMEM_ARGS: `args` is in shared memory; the staged loop takes its fields into registers
 // (scalarsOf), as genericSumTiles does.
-template <typename T, int FMT, bool SMEM_ARGS = false>
-__device__ __forceinline__ void genericDecompressTiles(const Args& args, size_t warp, size_t nWarps, size_t nTiles,
-                                                int groupsPerWarp, int groupInWarp, int t) {
+template <typename T, int FMT, bool SMEM_ARGS = false, class Tiles>
+__device__ __forceinline__ void genericDecompressTiles(const Args& args, Tiles& tiles, size_t nTiles, int groupsPerWarp,
+                                                       int groupInWarp, int t) {
   const Args copy = SMEM_ARGS ? scalarsOf(args) : Args{};
   const Args& a = SMEM_ARGS ? copy : args;  // every field but the input pointers (args.in.ptr)
   constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
@@ -37,8 +37,8 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& args, size_t 
   auto scalesAt = [&](int slot) {
     return reinterpret_cast<float2*>(area + slot * Stage<T>::kDecompressSlot + Stage<T>::kCodesBytes) + threadIdx.x;
   };
-  const size_t rest = stagedTileLoop<D>(
-      warp, nWarps, nStaged,
+  stagedTileLoop<D>(
+      tiles, nStaged,
       [&](size_t tile, int slot) {
         const size_t block = tile * groupsPerWarp + groupInWarp;
 #pragma unroll
@@ -66,8 +66,8 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& args, size_t 
         if (K != 0) unshiftAll(v, K, !wideScale(scale));
         storeValues<T, true>(static_cast<T*>(a.y), block, t, a, v);
       });
-  for (size_t tile = rest; tile < nTiles; tile += nWarps) {
-    const size_t block = tile * groupsPerWarp + groupInWarp;
+  for (; tiles.front() < nTiles; tiles.pop()) {
+    const size_t block = tiles.front() * groupsPerWarp + groupInWarp;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
     accumulateTile<T, FMT>(args, block, t, active, v);
@@ -85,8 +85,8 @@ __device__ __forceinline__ void genericDecompressTiles(const Args& args, size_t 
 // bytes, and its gather was latency-bound. Every element takes the same operations as there
 // (decode, times d, unshift), so the bits are the same.
 __device__ __forceinline__ bool int4WholeDecode(const Args& a) { return wholeCodes<kFmtInt4>(a) && !a.k.rotate; }
-template <typename T, bool SMEM_ARGS = false>
-__device__ __forceinline__ void int4WholeDecompressTiles(const Args& args, size_t warp, size_t nWarps, size_t nTiles) {
+template <typename T, bool SMEM_ARGS = false, class Tiles>
+__device__ __forceinline__ void int4WholeDecompressTiles(const Args& args, Tiles& tiles, size_t nTiles) {
   const Args copy = SMEM_ARGS ? scalarsOf(args) : Args{};
   const Args& a = SMEM_ARGS ? copy : args;  // every field but the input pointers (args.in.ptr)
   constexpr int D = Stage<T>::kDecompressDepth, V = Vec<T>::V, NCH = Vec<T>::NCH;
@@ -142,11 +142,11 @@ __device__ __forceinline__ void int4WholeDecompressTiles(const Args& args, size_
       *reinterpret_cast<uint4*>(y + (size_t)u * V) = raw;
     }
   };
-  const size_t rest = stagedTileLoop<D>(warp, nWarps, nStaged, stage, decode, [] {
+  stagedTileLoop<D>(tiles, nStaged, stage, decode, [] {
     __syncwarp();  // the slot refilled next was read by every lane one turn ago
   });
-  for (size_t tile = rest; tile < nTiles; tile += nWarps) {  // the piece's last tiles: a lane a block, through the general loads
-    const size_t block = tile * 32 + lane;
+  for (; tiles.front() < nTiles; tiles.pop()) {  // the piece's last tiles: a lane a block, through the general loads
+    const size_t block = tiles.front() * 32 + lane;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
     accumulateTile<T, kFmtInt4>(args, block, 0, active, v);

@@ -3,6 +3,7 @@
 // generic*SmemBytes report to the launchers).
 #pragma once
 #include "codec/device/io.cuh"
+#include "codec/device/tile_queue.cuh"
 
 namespace taco {
 namespace dev {
@@ -28,38 +29,35 @@ struct Stage {
       kSumGroup * kDecompressSlot > kCompressSlot ? kSumGroup * kDecompressSlot : kCompressSlot;
 };
 
-// The staged loop of a software pipeline over this warp's tiles warp, warp + nWarps, ... < nStaged
-// (the tiles whose blocks are all whole and aligned), D - 1 tiles ahead: stage(tile, slot) issues a
-// tile's copies into one of D slots (only for tiles < nStaged; a commit group either way, which
-// the waits count), body(tile, slot) computes a tile once its copies have landed, and top() runs
-// at the start of every turn, before the copies into the slot read one turn ago (a __syncwarp
-// where the lanes read each other's copies). Returns the first tile past the staged ones, for the
-// general loop after it; every copy has landed by then.
-template <int D, class StageFn, class BodyFn, class TopFn>
-__device__ __forceinline__ size_t stagedTileLoop(size_t warp, size_t nWarps, size_t nStaged, StageFn stage,
-                                                 BodyFn body, TopFn top) {
+// The staged loop of a software pipeline over this warp's tiles, in the order `tiles` gives them
+// (tile_queue.cuh), while they are below nStaged (the tiles whose blocks are all whole and
+// aligned), D - 1 tiles ahead: stage(tile, slot) issues a tile's copies into one of D slots (only
+// for tiles < nStaged; a commit group either way, which the waits count), body(tile, slot)
+// computes a tile once its copies have landed, and top() runs at the start of every turn, before
+// the copies into the slot read one turn ago (a __syncwarp where the lanes read each other's
+// copies). On return tiles.front() is the first tile past the staged ones, for the general loop
+// after it; every copy has landed by then.
+template <int D, class Tiles, class StageFn, class BodyFn, class TopFn>
+__device__ __forceinline__ void stagedTileLoop(Tiles& tiles, size_t nStaged, StageFn stage, BodyFn body, TopFn top) {
   auto issue = [&](size_t tile, int slot) {
     if (tile < nStaged) stage(tile, slot);
     cpAsyncCommit();
   };
 #pragma unroll
-  for (int i = 0; i < D - 1; ++i) issue(warp + i * nWarps, i);
+  for (int i = 0; i < D - 1; ++i) issue(tiles.ahead(i), i);
   int s = 0;
-  size_t tile = warp;
-  for (; tile < nStaged; tile += nWarps) {
+  for (; tiles.front() < nStaged; tiles.pop()) {
     top();
-    issue(tile + (size_t)(D - 1) * nWarps, s == 0 ? D - 1 : s - 1);  // into the slot read one turn ago
+    issue(tiles.ahead(D - 1), s == 0 ? D - 1 : s - 1);  // into the slot read one turn ago
     cpAsyncWait<D - 1>();  // this tile's copies have landed
-    body(tile, s);
+    body(tiles.front(), s);
     s = s + 1 == D ? 0 : s + 1;
   }
   cpAsyncWait<0>();
-  return tile;
 }
-template <int D, class StageFn, class BodyFn>
-__device__ __forceinline__ size_t stagedTileLoop(size_t warp, size_t nWarps, size_t nStaged, StageFn stage,
-                                                 BodyFn body) {
-  return stagedTileLoop<D>(warp, nWarps, nStaged, stage, body, [] {});
+template <int D, class Tiles, class StageFn, class BodyFn>
+__device__ __forceinline__ void stagedTileLoop(Tiles& tiles, size_t nStaged, StageFn stage, BodyFn body) {
+  stagedTileLoop<D>(tiles, nStaged, stage, body, [] {});
 }
 
 }  // namespace dev

@@ -31,10 +31,15 @@ __device__ __forceinline__ bool stagedShifts(const Args& a, size_t block, int gr
 // `skipped`, those of its staged tiles (below nStaged) whose inputs' decode shifts the staged
 // loop does not take (stagedShifts, with the inputs of its first unit: `group`). nanBlocks:
 // a block of the warp's was written as a NaN block.
+// In a claimed order (ClaimedTiles, tile_queue.cuh) the staged sum stops at the first tile it
+// cannot take, which stays the order's front for the general loop, and at the first tile in
+// which it wrote a NaN block (`nanTile`, past the front: the general loop widens it first).
 struct SumRest {
   size_t first, nStaged;
   int group;
   bool skipped, nanBlocks;
+  size_t nanTile = kNoTile;
+  static constexpr size_t kNoTile = ~(size_t)0;
 };
 
 // Every tile of the warp: no staged sum before.
@@ -68,6 +73,33 @@ template <typename T, int MODE, int FMT>
 __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
                                              int groupsPerWarp, int groupInWarp, int t, bool inputsOk) {
   generalTiles<T, MODE, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t, inputsOk, allTiles(warp));
+}
+
+// generalTiles in a claimed order: the tiles from the order's front on (after the staged sum: the
+// tile it stopped at), each widened at once where it wrote a NaN block (the warp holds no list of
+// its tiles to look at later), after rest.nanTile.
+template <typename T, int MODE, int FMT, int D>
+__device__ __forceinline__ void generalTiles(const Args& a, ClaimedTiles<D>& tiles, size_t nTiles, int groupsPerWarp,
+                                             int groupInWarp, int t, bool inputsOk, const SumRest& rest) {
+  const bool widen = MODE == kReduceCompress && inputsOk;
+  if (widen && rest.nanTile != SumRest::kNoTile) {
+    __syncwarp();
+    wideTile<T, FMT>(a, storedScales(a), rest.nanTile * groupsPerWarp + groupInWarp, t);
+  }
+  for (; tiles.front() < nTiles; tiles.pop()) {
+    const size_t block = tiles.front() * groupsPerWarp + groupInWarp;
+    const bool active = block < a.nBlocks;
+    float v[kPerThread];
+    finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+    if (!inputsOk)
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+    const bool nanBlock = sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+    if (widen && __any_sync(0xffffffffu, nanBlock)) {
+      __syncwarp();
+      wideTile<T, FMT>(a, storedScales(a), block, t);
+    }
+  }
 }
 
 // Whether decompress-accumulate or decompress-reduce-compress of `a` takes the staged
@@ -127,9 +159,10 @@ __device__ __forceinline__ void accumulateStaged(const Word* codes, bool whole, 
 // K > 0 code. It returns the rest, which the caller hands to generalTiles, and it need
 // not call it here: the kernel holds the general loop's code once.
 // SMEM_ARGS: `a` is in shared memory; the loop takes its fields into registers (scalarsOf).
-template <typename T, int MODE, int FMT, bool SMEM_ARGS = false>
-__device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles,
-                                                   int groupsPerWarp, int groupInWarp, int t) {
+// Tiles: the warp's tiles in the order of tile_queue.cuh (in a claimed order see SumRest).
+template <typename T, int MODE, int FMT, bool SMEM_ARGS = false, class Tiles>
+__device__ __forceinline__ SumRest genericSumTiles(const Args& a, Tiles& tiles, size_t nTiles, int groupsPerWarp,
+                                                   int groupInWarp, int t) {
   const Args copy = SMEM_ARGS ? scalarsOf(a) : Args{};
   const Args& r = SMEM_ARGS ? copy : a;  // every field but the input pointers (a.in.ptr)
   constexpr int D = Stage<T>::kSumDepth, G = Stage<T>::kSumGroup, V = Vec<T>::V, NCH = Vec<T>::NCH;
@@ -193,32 +226,32 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
       for (int j = 0; j < NCH; ++j) cpAsync(exactAt(slot) + j * 32, x + (size_t)(t + r.k.tpb * j) * V, 16);
     }
   };
-  // Stages unit u + n of this warp's tile sequence from unit u of `tile` (n < D) into
+  // Stages unit u + n of this warp's tile sequence from unit u of the front tile (n < D) into
   // `slot`, if its tile is a staged one; one commit group either way.
-  auto stageAhead = [&](size_t tile, int u, int n, int slot) {
+  auto stageAhead = [&](int u, int n, int slot) {
     int farU = u + n;
-    size_t farTile = tile;
-    while (farU >= units) {
+    size_t farTile = tiles.front();
+    for (int m = 1; farU >= units; ++m) {
       farU -= units;
-      farTile += nWarps;
+      farTile = tiles.after(farTile, m);
     }
     if (farTile < nStaged) stage(farTile, farU, slot);
     cpAsyncCommit();
   };
 #pragma unroll
-  for (int i = 0; i < D - 1; ++i) stageAhead(warp, 0, i, i);
+  for (int i = 0; i < D - 1; ++i) stageAhead(0, i, i);
   int s = 0;
   bool skipped = false;    // a tile was left to the general loop (stagedShifts)
   bool nanBlocks = false;  // a block of this warp's was written as a NaN block (wideBlocks)
-  size_t tile = warp;
-  for (; tile < nStaged; tile += nWarps) {
-    const size_t block = tile * groupsPerWarp + groupInWarp;
+  size_t wide = SumRest::kNoTile;
+  for (; tiles.front() < nStaged; tiles.pop()) {
+    const size_t block = tiles.front() * groupsPerWarp + groupInWarp;
     float v[kPerThread];
     int K = 0;
     bool skip = false;  // warp-uniform: not stagedShifts; its units are still waited for
     for (int u = 0; u < units; ++u) {
       __syncwarp();  // every lane has read the slot computed one unit ago (lanes share its bytes)
-      stageAhead(tile, u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
+      stageAhead(u, D - 1, s == 0 ? D - 1 : s - 1);  // into that slot
       cpAsyncWait<D - 1>();                // this unit's copies have landed
       if (u < codeUnits) {
         float alpha[G], sc[G];
@@ -267,6 +300,7 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
     }
     if (skip) {
       skipped = true;
+      if (Tiles::kClaimed) break;  // the general loop takes it, and the rest of this warp's tiles
       continue;
     }
     // INT4 with a block per lane: y in order through the rows of the slot of the tile's last unit,
@@ -274,10 +308,18 @@ __device__ __forceinline__ SumRest genericSumTiles(const Args& a, size_t warp, s
     uint4* const yRows =
         FMT == kFmtInt4 && whole ? reinterpret_cast<uint4*>(region + (s == 0 ? D - 1 : s - 1) * Stage<T>::kSumSlot)
                                  : nullptr;
-    nanBlocks |= sumTileOut<T, MODE, FMT, true>(r, block, t, true, v, yRows);
+    const bool nanBlock = sumTileOut<T, MODE, FMT, true>(r, block, t, true, v, yRows);
+    nanBlocks |= nanBlock;
+    if (Tiles::kClaimed && MODE == kReduceCompress && __any_sync(0xffffffffu, nanBlock)) {
+      wide = tiles.front();  // widened first by the general loop, which takes the rest of this warp's tiles
+      tiles.pop();
+      break;
+    }
   }
   cpAsyncWait<0>();
-  return SumRest{tile, nStaged, G, skipped, nanBlocks};
+  SumRest rest{tiles.front(), nStaged, G, skipped, nanBlocks};
+  rest.nanTile = wide;
+  return rest;
 }
 
 }  // namespace dev

@@ -137,9 +137,11 @@ __device__ __forceinline__ bool rotated256Piece(const Args& a) {
 }
 
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
-// ahead; tiles that cannot be staged take the general load).
-template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
+// ahead; tiles that cannot be staged take the general load). CLAIM: the warps of the share claim
+// their tiles from the counter `claim` (the claimed order: peerFusedKernel), else take warp,
+// warp + nWarps, ...
+template <typename T, int FMT, bool ROT, bool CLAIM = false>
+__device__ __forceinline__ void compressPiece(const Args& a, const Who& w, uint32_t* claim = nullptr) {
   if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a)) {  // the B = 256 rotated layout, as the codec's own kernel takes it
@@ -153,17 +155,34 @@ __device__ __forceinline__ void compressPiece(const Args& a, const Who& w) {
   }
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  genericCompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+  if constexpr (CLAIM) {
+    ClaimedTiles<Stage<T>::kCompressDepth> tiles(claim);
+    genericCompressTiles<T, FMT>(a, tiles, nTiles, gpw, giw, t);
+  } else {
+    StaticTiles tiles{w.warp, w.nWarps};
+    genericCompressTiles<T, FMT>(a, tiles, nTiles, gpw, giw, t);
+  }
 }
 
 // Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
 // REG_ARGS: the staged sum keeps a's fields in registers (genericSumTiles, SMEM_ARGS), where the
 // kernel's registers allow it (kSumArgsInRegisters).
-template <typename T, int MODE, int FMT, bool ROT, bool REG_ARGS = false>
-__device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk) {
+// CLAIM: the tiles claimed from `claim`, as compressPiece.
+template <typename T, int MODE, int FMT, bool ROT, bool REG_ARGS = false, bool CLAIM = false>
+__device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool inputsOk, uint32_t* claim = nullptr) {
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   if (MODE == kReduceCompress && w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
+  if constexpr (CLAIM) {
+    static_assert(!ROT, "the rotated256 loops keep the static order");
+    ClaimedTiles<Stage<T>::kSumDepth> tiles(claim);
+    SumRest rest = allTiles(w.warp);
+    if constexpr (stagedSumCodes(FMT, sizeof(T))) {
+      if (takesStagedSum<T, FMT>(a, inputsOk)) rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, tiles, nTiles, gpw, giw, t);
+    }
+    generalTiles<T, MODE, FMT>(a, tiles, nTiles, gpw, giw, t, inputsOk, rest);
+    return;
+  }
   SumRest rest = allTiles(w.warp);  // what the staged loops leave to the general loads
   bool rotated = false;             // the rotated256 layout took the piece
   if constexpr (ROT && kRotated256Format<FMT>) {
@@ -180,22 +199,26 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
   if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipelines copy a chunk's codes whole
     if (!rotated) {
       if (MODE == kAccumulate && a.vec && a.in.n == 1 && a.x == nullptr && inputsOk) {
-        genericDecompressTiles<T, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+        StaticTiles tiles{w.warp, w.nWarps};
+        genericDecompressTiles<T, FMT>(a, tiles, nTiles, gpw, giw, t);
         return;
       }
     }
   }
   if constexpr (stagedSumCodes(FMT, sizeof(T))) {
-    if (!rotated && takesStagedSum<T, FMT>(a, inputsOk))  // k inputs (+ exact), staged
-      rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+    if (!rotated && takesStagedSum<T, FMT>(a, inputsOk)) {  // k inputs (+ exact), staged
+      StaticTiles tiles{w.warp, w.nWarps};
+      rest = genericSumTiles<T, MODE, FMT, REG_ARGS>(a, tiles, nTiles, gpw, giw, t);
+    }
   }
   generalTiles<T, MODE, FMT>(a, w.warp, w.nWarps, nTiles, gpw, giw, t, inputsOk, rest);
 }
 
 // Decode a's one input (no exact input) into a.y: sumPiece's plain decompress, without the
 // sums' loops, which the fused two-shot's gather never takes (their registers spilled there).
-template <typename T, int FMT, bool ROT>
-__device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool inputsOk) {
+// CLAIM: the tiles claimed from `claim`, as compressPiece.
+template <typename T, int FMT, bool ROT, bool CLAIM = false>
+__device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool inputsOk, uint32_t* claim = nullptr) {
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a) && inputsOk) {
       rotated256::rotated256DecompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane >> 3, w.lane & 7);
@@ -205,15 +228,27 @@ __device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool in
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
   // (a in shared memory: the staged loops take its fields into registers)
+  if constexpr (CLAIM) {
+    ClaimedTiles<Stage<T>::kDecompressDepth> tiles(claim);
+    if constexpr (FMT == kFmtInt4) {
+      if (a.vec && inputsOk && int4WholeDecode(a)) return int4WholeDecompressTiles<T, true>(a, tiles, nTiles);
+    }
+    if constexpr (stagedCodes(FMT, sizeof(T))) {
+      if (a.vec && inputsOk) return genericDecompressTiles<T, FMT, true>(a, tiles, nTiles, gpw, giw, t);
+    }
+    return generalTiles<T, kAccumulate, FMT>(a, tiles, nTiles, gpw, giw, t, inputsOk, allTiles(w.warp));
+  }
   if constexpr (FMT == kFmtInt4) {  // a block per lane, in any type
     if (a.vec && inputsOk && int4WholeDecode(a)) {
-      int4WholeDecompressTiles<T, true>(a, w.warp, w.nWarps, nTiles);
+      StaticTiles tiles{w.warp, w.nWarps};
+      int4WholeDecompressTiles<T, true>(a, tiles, nTiles);
       return;
     }
   }
   if constexpr (stagedCodes(FMT, sizeof(T))) {  // the staged pipeline copies a chunk's codes whole
     if (a.vec && inputsOk) {
-      genericDecompressTiles<T, FMT, true>(a, w.warp, w.nWarps, nTiles, gpw, giw, t);
+      StaticTiles tiles{w.warp, w.nWarps};
+      genericDecompressTiles<T, FMT, true>(a, tiles, nTiles, gpw, giw, t);
       return;
     }
   }
@@ -282,13 +317,15 @@ __device__ __forceinline__ bool preparePiece(PieceArgs& sp, const PeerLaunch& L,
 
 // Pieces a phase works on at once: all P - 1 peers' pieces up to P = 8.
 constexpr int kPieceGroups = 7;
+static_assert(kMaxPeerRanks - 1 <= kClaimPieces, "a tile counter per piece of a phase (coll/peer_plan.h)");
 
 // Phases A and C: work(args, who) on the pieces of the P - 1 peers j = r + 1, r + 2, ...
 // (mod P) in chunk `ch`, up to kPieceGroups at once, each taken by its own share of the
 // rank's warps (warp w takes piece w mod G, as warp w / G of its share). A phase thus ramps
 // up and drains once, not once per piece. The tile functions keep their staging per warp or
 // per thread, so warps of one CTA may work on different pieces. Every thread of the CTA
-// calls it; fill(args, j) sets piece j's pointers.
+// calls it; fill(args, j) sets piece j's pointers; work(args, share, i) works on piece i of the
+// phase (i < P - 1: peer j = r + 1 + i).
 template <class Fill, class Work>
 __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L, const Who& w, const Chunk& ch,
                                               Fill fill, Work work) {
@@ -306,7 +343,7 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
       else sp[threadIdx.x].a.count = 0;  // an empty piece: its slot holds no wire to check
     }
     __syncthreads();
-    if (t + g < m && sp[g].a.count > 0) work(sp[g], share);
+    if (t + g < m && sp[g].a.count > 0) work(sp[g], share, t + g);
   }
 }
 
@@ -343,14 +380,25 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // uses, so nothing else may need those slots to make progress: early launch is only
 // asked for where this launch's ranks are all the ranks on the GPU.
 
-// Phase PH (kFused*: A, B, C above) of the launch's chunk of the fused two-shot.
-template <typename T, int FMT, bool ROT, int PH>
+// The formats whose fused kernels also come in the claimed order (peerFusedKernel): byte codes,
+// measured. (INT4's reduce spills with the claims, and measured slower.)
+template <int FMT>
+constexpr bool kClaimFormat = FMT == kFmtE4M3 || FMT == kFmtE5M2 || FMT == kFmtInt8;
+
+// Phase PH (kFused*: A, B, C above) of the launch's chunk of the fused two-shot; CLAIM: in the
+// claimed order (peerFusedKernel).
+template <typename T, int FMT, bool ROT, int PH, bool CLAIM>
 __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, const Who& w, const RankEpoch& e) {
   const Chunk ch = chunkOf(L, e);
   const int r = w.rank, P = L.P;
   const char* send = static_cast<const char*>(L.send[w.group]);
   char* recv = static_cast<char*>(L.recv[w.group]);
   constexpr size_t eb = sizeof(T);
+  constexpr bool C = CLAIM;
+  // The counter of the phase's piece i (CLAIM), and the phase's counters, reset at its end.
+  auto claim = [&](int i) { return C ? peer::controlWord(e.mine, claimLine(ch.parity, PH, i)) : nullptr; };
+  const size_t claims = C ? claimLine(ch.parity, PH, 0) : 0;
+  const int nClaims = C ? (PH == kFusedReduce ? 1 : P - 1) : 0;
   if constexpr (PH == kFusedScatter) {
     forPeerPieces(  // A. compress the peers' pieces into their scratch
         sp, L, w, ch,
@@ -358,10 +406,10 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
           a.x = send + pieceOff(L, j, ch) * eb;
           a.out = reinterpret_cast<uint8_t*>(slotOf(L, j, ch.parity, r));
         },
-        [&](PieceArgs& p, const Who& share) { compressPiece<T, FMT, ROT>(p.a, share); });
+        [&](PieceArgs& p, const Who& share, int i) { compressPiece<T, FMT, ROT, C>(p.a, share, claim(i)); });
     peer::markPhaseEnd(L, kTimelineEndA);
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0,
-                    ch.parity != 0 ? kCtlArriveScatterOdd : kCtlArrive);
+                    ch.parity != 0 ? kCtlArriveScatterOdd : kCtlArrive, claims, nClaims);
   } else if constexpr (PH == kFusedReduce) {
     if (!peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag, e.guard)) return;
     peer::mark(L, kTimelineWait0);
@@ -373,10 +421,11 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
         a.y = recv + pieceOff(L, r, ch) * eb;
         a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, r));
       });
-      sumPiece<T, kReduceCompress, FMT, ROT, kSumArgsInRegisters<T, kReduceCompress, ROT>>(sp[0].a, w, ok);
+      sumPiece<T, kReduceCompress, FMT, ROT, kSumArgsInRegisters<T, kReduceCompress, ROT>, C>(sp[0].a, w, ok,
+                                                                                              claim(0));
     }
     peer::markPhaseEnd(L, kTimelineEndB);
-    peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive + 1);
+    peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive + 1, claims, nClaims);
   } else {
     static_assert(PH == kFusedGather, "a fused kernel runs one phase");
     if (!peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag, e.guard)) return;
@@ -387,16 +436,21 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
           a.in.ptr[a.in.n++] = slotOf(L, j, ch.parity, j);
           a.y = recv + pieceOff(L, j, ch) * eb;
         },
-        [&](PieceArgs& p, const Who& share) { decodePiece<T, FMT, ROT>(p.a, share, p.inputsOk); });
+        [&](PieceArgs& p, const Who& share, int i) { decodePiece<T, FMT, ROT, C>(p.a, share, p.inputsOk, claim(i)); });
   }
 }
 
 // ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
 // tile functions too (a kernel of its own: they need more registers than the generic path).
+// CLAIM (kClaimFormat, not ROT): the claimed order (codec/device/tile_queue.cuh). The warps of a
+// piece take its tiles one at a time from a counter in the rank's scratch (coll/peer_plan.h,
+// claimLine) instead of warp, warp + nWarps, ..., so that the CTAs of a phase end together however
+// their speeds differ; the host asks for it where it measured faster (coll/allreduce_peer.cu).
 // A waiting phase that gives up (abort, timeout) returns early; the next ones see the rank's
 // failed word and give up too, and the last phase still ends the chunk's epoch.
-template <typename T, int FMT, bool ROT, int PH>
+template <typename T, int FMT, bool ROT, int PH, bool CLAIM = false>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
+  static_assert(!(CLAIM && ROT), "the rotated256 loops keep the static order");
   // A of a call's first chunk waits for the kernel before it (the previous call's C, or other
   // work); A of a later chunk starts at once, beside the previous chunk's C (see above).
   if (PH == kFusedScatter) {
@@ -409,9 +463,11 @@ __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch 
   if (w.rank != L.skipRank) {  // fault injection: a skipped rank never arrives
     const RankEpoch e = rankEpoch(L, w.rank);
     if (PH == kFusedScatter) peer::markStart(L, w.rank);
-    fusedPhase<T, FMT, ROT, PH>(sp, L, w, e);
+    fusedPhase<T, FMT, ROT, PH, CLAIM>(sp, L, w, e);
     if (PH == kFusedGather) {
-      peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks));
+      // (the gather's tile counters go back to 0 with the epoch)
+      peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks),
+                      CLAIM ? claimLine(chunkOf(L, e).parity, kFusedGather, 0) : 0, CLAIM ? L.P - 1 : 0);
       peer::mark(L, kTimelineEnd);
     }
   }
@@ -485,9 +541,10 @@ __global__ void __launch_bounds__(kThreads, 1) peerRawKernel(const PeerLaunch L)
 }  // namespace peer
 
 // Instantiated per element type and code format (kFmtRaw: the raw one-shot) in the translation
-// units that CMakeLists.txt makes of coll/peer_kernels.cu.in.
+// units that CMakeLists.txt makes of coll/peer_kernels.cu.in. `claim`: the fused two-shot in the
+// claimed order, where the format has it (kClaimFormat; else the static order).
 template <typename T, int FMT>
-PeerKernel peerKernelFor(int algo, bool rot, int phase) {
+PeerKernel peerKernelFor(int algo, bool rot, int phase, bool claim) {
   using namespace peer;
   if constexpr (FMT == kFmtRaw) {
     return algo == tacoAlgoOneShotRaw ? peerRawKernel<T> : nullptr;
@@ -496,6 +553,16 @@ PeerKernel peerKernelFor(int algo, bool rot, int phase) {
       constexpr bool R = decltype(r)::value;
       if (algo == tacoAlgoOneShot) return peerOneShotKernel<T, FMT, R>;
       if (algo != tacoAlgoFused) return nullptr;
+      if constexpr (!R && kClaimFormat<FMT>) {
+        if (claim) {
+          switch (phase) {
+            case kFusedScatter: return peerFusedKernel<T, FMT, false, kFusedScatter, true>;
+            case kFusedReduce: return peerFusedKernel<T, FMT, false, kFusedReduce, true>;
+            case kFusedGather: return peerFusedKernel<T, FMT, false, kFusedGather, true>;
+            default: return nullptr;
+          }
+        }
+      }
       switch (phase) {
         case kFusedScatter: return peerFusedKernel<T, FMT, R, kFusedScatter>;
         case kFusedReduce: return peerFusedKernel<T, FMT, R, kFusedReduce>;

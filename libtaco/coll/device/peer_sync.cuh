@@ -126,13 +126,21 @@ __device__ __forceinline__ bool ctaWaitRanks(char* mine, int phase, int P, int s
   return __syncthreads_and(ok) != 0;
 }
 
+// Zeroes control lines [first, first + n) of a rank's scratch (the tile counters of a phase whose
+// CTAs have all passed it: coll/peer_plan.h, kCtlClaims).
+__device__ __forceinline__ void resetLines(char* scratch, size_t first, int n) {
+  for (int i = 0; i < n; ++i) *reinterpret_cast<volatile uint32_t*>(controlWord(scratch, first + i)) = 0;
+}
+
 // Every thread of the CTA calls it after its stores for a phase. The last of rank `rank`'s
 // `ctas` CTAs to arrive (counted in control line `counterLine` of the rank's scratch) sets flag
-// `phase` of `rank` to `value` in the scratch of every rank j < P except `skip` (-1: none). A
-// rank of one CTA (small messages) needs no count: its one fence releases the CTA's stores
-// (made visible to thread 0 by the barrier) with the flags.
+// `phase` of `rank` to `value` in the scratch of every rank j < P except `skip` (-1: none), after
+// zeroing the phase's tile counters (control lines [claims, claims + nClaims): every claim of
+// every CTA came before its arrival). A rank of one CTA (small messages) needs no count: its one
+// fence releases the CTA's stores (made visible to thread 0 by the barrier) with the flags.
 __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, int rank, int phase, int ctas,
-                                          uint32_t value, bool oneGpu, size_t counterLine) {
+                                          uint32_t value, bool oneGpu, size_t counterLine, size_t claims = 0,
+                                          int nClaims = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* counter = controlWord(base[rank], counterLine);
@@ -142,6 +150,7 @@ __device__ __forceinline__ void ctaArrive(char* const* base, int P, int skip, in
       *reinterpret_cast<volatile uint32_t*>(counter) = 0;  // no CTA arrives here again before these flags
       fenceAcqRel(oneGpu);  // acquire the other CTAs' counts (and so their stores), release them with ours
     }
+    resetLines(base[rank], claims, nClaims);
     for (int j = 0; j < P; ++j)
       if (j != skip) storeRelaxed(flagWord(base[j], phase, rank), value);
   }
@@ -163,9 +172,10 @@ __device__ __forceinline__ void launchDependents() {
 #endif
 }
 
-// Every thread of the CTA calls it last: the rank's last CTA sets the epoch to `next` (the
-// next launch reads it; the kernel boundary orders the two, so a lone CTA needs no count).
-__device__ __forceinline__ void ctaFinish(char* scratch, int ctas, uint32_t next) {
+// Every thread of the CTA calls it last: the rank's last CTA zeroes the phase's tile counters
+// (as ctaArrive) and sets the epoch to `next` (the next launch reads it; the kernel boundary
+// orders the two, so a lone CTA needs no count).
+__device__ __forceinline__ void ctaFinish(char* scratch, int ctas, uint32_t next, size_t claims = 0, int nClaims = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* finish = controlWord(scratch, kCtlFinish);
@@ -173,7 +183,9 @@ __device__ __forceinline__ void ctaFinish(char* scratch, int ctas, uint32_t next
       __threadfence();
       if (atomicAdd(finish, 1u) != (uint32_t)ctas - 1) return;
       *reinterpret_cast<volatile uint32_t*>(finish) = 0;
+      if (nClaims > 0) __threadfence();  // the other CTAs' claims (released with their counts) come first
     }
+    resetLines(scratch, claims, nClaims);
     *reinterpret_cast<volatile uint32_t*>(controlWord(scratch, kCtlEpoch)) = next;
   }
 }
