@@ -1,14 +1,17 @@
 // The order in which a warp takes its tiles in the generic block path's loops.
-//  - StaticTiles: tiles warp, warp + nWarps, ... (a codec kernel: every warp's share fixed at
-//    launch).
+//  - StaticTiles: tiles warp, warp + nWarps, ... (every warp's share fixed at launch: the codec
+//    kernels, the one-shot, the fused two-shot by default).
 //  - ClaimedTiles: tiles claimed one at a time from a counter that the warps working on one piece
-//    share (the fused two-shot's phases, coll/device/peer_kernels.cuh). With fixed shares a phase
-//    ends with its slowest CTA, and CTAs differ: on an H200, over the 132 CTAs of a rank, phase B
-//    of fp8-block took 42-60 us (median 53) for the same tiles. Claimed, a CTA that runs slower
-//    takes fewer tiles and the phase ends within about a tile of its mean.
+//    share (the fused two-shot's claimed kernels, coll/device/peer_kernels.cuh). With fixed shares a
+//    phase's CTAs end apart, as their speeds differ: on an H200 (loopback, P = 2), phase B of
+//    fp8-block took 42-60 us (median 53) over a rank's 132 CTAs for the same tiles. Claimed, they
+//    end within a few us of each other. That wins time only where the phase's end waits on the
+//    slow CTAs' own work; where the phase is bound by HBM, CTAs that end early leave their bandwidth
+//    to the others and the claims only cost (docs/results.md, "Tiles claimed from a counter").
 // Both give the tile being computed (front), the ones the pipelines stage ahead (ahead(n), n < D;
-// after(ahead(n - 1), n) == ahead(n)) and the next (pop). A warp's claims only grow, so once front() is past a limit so is every
-// later tile. Every lane holds the same values (lane 0 claims, a shuffle hands it out).
+// after(ahead(n - 1), n) == ahead(n)) and the next (pop). A warp's claims only grow, so once
+// front() is past a limit so is every later tile. Every lane holds the same values (lane 0
+// claims, a shuffle hands them out).
 #pragma once
 #include <cstddef>
 #include <cstdint>
