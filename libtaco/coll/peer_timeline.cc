@@ -68,35 +68,67 @@ void appendf(std::string& out, const char* fmt, ...) {
 // "?" for a rank none of whose CTAs ran (its rows never written).
 std::string rankText(const TimelineRankStats& r) { return r.rank < 0 ? "?" : std::to_string(r.rank); }
 
+// The last launch in `rows`: the launch of the row that started last (%globaltimer never goes
+// back), its rows 0 .. nLaunch - 1, and its earliest start and latest event over the rows that
+// ran.
+struct LastLaunch {
+  bool found = false;
+  uint64_t launch = 0;  // its launch word without the rank
+  LaunchShape shape{};
+  int nLaunch = 0;
+  uint64_t origin = 0, end = 0;
+};
+
+const uint64_t* rowOf(const uint64_t* rows, int i) { return rows + (size_t)i * kTimelineSlots; }
+
+// Row i was written by the launch (a CTA that returned at once never wrote its row).
+bool ran(const uint64_t* rows, int i, uint64_t launch) { return launchOnly(rowOf(rows, i)[kTimelineLaunchSlot]) == launch; }
+
+// Row i's CTA reached event e in the launch: an older time is from an earlier launch.
+bool reached(const uint64_t* rows, int i, int e, int algo) {
+  return rowOf(rows, i)[e] >= rowOf(rows, i)[kTimelineStart] && records(algo, e);
+}
+
+LastLaunch lastLaunch(const uint64_t* rows, int nRows) {
+  LastLaunch l;
+  int last = -1;
+  for (int i = 0; i < nRows; ++i)
+    if (rowOf(rows, i)[kTimelineLaunchSlot] != 0 &&
+        (last < 0 || rowOf(rows, i)[kTimelineStart] > rowOf(rows, last)[kTimelineStart]))
+      last = i;
+  if (last < 0) return l;
+  l.found = true;
+  l.launch = launchOnly(rowOf(rows, last)[kTimelineLaunchSlot]);
+  l.shape = shapeOf(l.launch);
+  l.nLaunch = std::min(nRows, l.shape.nLocal * l.shape.ctasPerRank);
+  l.origin = l.end = rowOf(rows, last)[kTimelineStart];
+  for (int i = 0; i < l.nLaunch; ++i) {
+    if (!ran(rows, i, l.launch)) continue;
+    l.origin = std::min(l.origin, rowOf(rows, i)[kTimelineStart]);
+    for (int e = 0; e < kTimelineEvents; ++e)
+      if (reached(rows, i, e, l.shape.algo)) l.end = std::max(l.end, rowOf(rows, i)[e]);
+  }
+  return l;
+}
+
 }  // namespace
 
 TimelineSummary summarizePeerTimeline(const uint64_t* rows, int nRows) {
   TimelineSummary s;
-  auto row = [&](int i) { return rows + (size_t)i * kTimelineSlots; };
-  // The last launch: the one whose CTA started last (%globaltimer never goes back).
-  int last = -1;
-  for (int i = 0; i < nRows; ++i)
-    if (row(i)[kTimelineLaunchSlot] != 0 && (last < 0 || row(i)[kTimelineStart] > row(last)[kTimelineStart]))
-      last = i;
-  if (last < 0) return s;
-  const uint64_t launch = launchOnly(row(last)[kTimelineLaunchSlot]);
-  const LaunchShape shape = shapeOf(launch);
+  auto row = [&](int i) { return rowOf(rows, i); };
+  const LastLaunch l = lastLaunch(rows, nRows);
+  if (!l.found) return s;
+  const uint64_t launch = l.launch;
+  const LaunchShape shape = l.shape;
   s.found = true;
   s.algo = shape.algo;
   s.P = shape.P;
   s.nLocal = shape.nLocal;
   s.ctasPerRank = shape.ctasPerRank;
-  const int nLaunch = std::min(nRows, shape.nLocal * shape.ctasPerRank);
-  // Rows of the launch that ran: a CTA that returned at once never wrote its row.
-  auto ran = [&](int i) { return launchOnly(row(i)[kTimelineLaunchSlot]) == launch; };
-  auto reached = [&](int i, int e) { return row(i)[e] >= row(i)[kTimelineStart] && records(shape.algo, e); };
-  uint64_t origin = row(last)[kTimelineStart], end = origin;
-  for (int i = 0; i < nLaunch; ++i) {
-    if (!ran(i)) continue;
-    origin = std::min(origin, row(i)[kTimelineStart]);
-    for (int e = 0; e < kTimelineEvents; ++e)
-      if (reached(i, e)) end = std::max(end, row(i)[e]);
-  }
+  const int nLaunch = l.nLaunch;
+  auto ran = [&](int i) { return taco::ran(rows, i, launch); };
+  auto reached = [&](int i, int e) { return taco::reached(rows, i, e, shape.algo); };
+  const uint64_t origin = l.origin, end = l.end;
   s.spanUs = us(end, origin);
 
   for (int g = 0; g * shape.ctasPerRank < nLaunch; ++g) {
@@ -196,6 +228,33 @@ std::string formatPeerTimeline(const TimelineSummary& s, const char* who) {
     for (const double t : {r.totalUs, r.workUs}) {
       if (t >= 0) appendf(out, " %9.2f", t);
       else appendf(out, " %9s", "-");
+    }
+    appendf(out, "\n");
+  }
+  return out;
+}
+
+std::string formatPeerTimelineCtas(const uint64_t* rows, int nRows) {
+  std::string out;
+  const LastLaunch l = lastLaunch(rows, nRows);
+  if (!l.found) return out;
+  const char* const tag = "TACO TIMELINE";
+  const int algo = l.shape.algo;
+  appendf(out, "%s   every CTA of the last launch, us from its first CTA start ('-': not reached)\n", tag);
+  appendf(out, "%s %5s %5s", tag, "cta", "rank");
+  for (int e = 0; e < kTimelineEvents; ++e)
+    if (records(algo, e)) appendf(out, " %10s", eventName(algo, e));
+  appendf(out, "\n");
+  for (int i = 0; i < l.nLaunch; ++i) {
+    if (!ran(rows, i, l.launch)) {
+      appendf(out, "%s %5d %5s  did not run\n", tag, i, "?");
+      continue;
+    }
+    appendf(out, "%s %5d %5d", tag, i, shapeOf(rowOf(rows, i)[kTimelineLaunchSlot]).rank);
+    for (int e = 0; e < kTimelineEvents; ++e) {
+      if (!records(algo, e)) continue;
+      if (reached(rows, i, e, algo)) appendf(out, " %10.2f", us(rowOf(rows, i)[e], l.origin));
+      else appendf(out, " %10s", "-");
     }
     appendf(out, "\n");
   }

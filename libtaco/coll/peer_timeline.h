@@ -84,4 +84,10 @@ TimelineSummary summarizePeerTimeline(const uint64_t* rows, int nRows);
 // communicator (e.g. "rank 0").
 std::string formatPeerTimeline(const TimelineSummary& s, const char* who);
 
+// Every CTA's row of the last launch in `rows` (as summarizePeerTimeline finds it): its rank and
+// each event's time in us since the launch's earliest CTA start, as lines prefixed "TACO
+// TIMELINE"; "" when no row holds a launch. (TACO_PEER_TIMELINE_CTAS: how the CTAs of a phase
+// spread, and whether the slow ones are the same CTAs in every phase.)
+std::string formatPeerTimelineCtas(const uint64_t* rows, int nRows);
+
 }  // namespace taco

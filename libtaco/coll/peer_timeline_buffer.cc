@@ -25,7 +25,8 @@ cudaError_t printLastLaunch(const tacoComm* c, cudaStream_t stream, const char* 
   if (e != cudaSuccess) return e;
   char who[64];
   snprintf(who, sizeof(who), "rank %d/%d, %s", c->rank, c->nranks, when);
-  const std::string text = formatPeerTimeline(summarizePeerTimeline(rows.data(), b->nRows), who);
+  std::string text = formatPeerTimeline(summarizePeerTimeline(rows.data(), b->nRows), who);
+  if (envParams().peerTimelineCtas != 0) text += formatPeerTimelineCtas(rows.data(), b->nRows);
   fputs(text.c_str(), stderr);
   fflush(stderr);
   return cudaSuccess;

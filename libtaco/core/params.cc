@@ -134,6 +134,10 @@ const EnvParam kParams[] = {
      "its stream); 0 off",
      "a non-negative integer",
      [](const char* v, EnvParams* p) { return parseNonNegative(v, &p->peerTimeline); }},
+    {"TACO_PEER_TIMELINE_CTAS", "0",
+     "diagnostic, with TACO_PEER_TIMELINE: each printed timeline also lists every CTA's row (its rank and "
+     "each event's time since the launch's first CTA start); 0: the summary only",
+     "0 or 1", [](const char* v, EnvParams* p) { return parseSwitch(v, &p->peerTimelineCtas); }},
     {"TACO_TUNE", "auto",
      "when the AllReduce table is measured: auto (the cached table, else measure at the first eager AllReduce of "
      "a dtype), off (the built-in model; no cache), force (measure at the first eager AllReduce even with a cached "

@@ -21,6 +21,7 @@ struct EnvParams {
   int peerEarlyLaunch;    // TACO_PEER_EARLY_LAUNCH 1: the fused two-shot's phase kernels launch early (sm_90)
   int peerTimeline;       // TACO_PEER_TIMELINE    0 off; 1 print the peer kernels' last launch at destroy;
                           //                       N > 1 also after every N-th launch (coll/peer_timeline_buffer.h)
+  int peerTimelineCtas;   // TACO_PEER_TIMELINE_CTAS 1: the timeline also prints every CTA's row
   int tune;               // TACO_TUNE             a TuneMode: when the AllReduce table is measured (coll/tune.h)
   const char* tuneFile;   // TACO_TUNE_FILE        the table cache; "" for $XDG_CACHE_HOME/taco/tune.json
   size_t tuneMaxBytes;    // TACO_TUNE_MAX_BYTES   the largest size the tuner measures (also capped by free memory)

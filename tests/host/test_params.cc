@@ -24,6 +24,7 @@ int main() {
   unsetenv("TACO_CHECK_CONSISTENCY");
   unsetenv("TACO_NCCL_LIBRARY");
   unsetenv("TACO_PEER_TIMELINE");
+  unsetenv("TACO_PEER_TIMELINE_CTAS");
   unsetenv("TACO_PEER_EARLY_LAUNCH");
   unsetenv("TACO_PEER_MEMORY");
   unsetenv("TACO_TUNE");
@@ -125,6 +126,15 @@ int main() {
     TEST_ASSERT(!row->parse("-2", &q) && !row->parse("yes", &q) && !row->parse("3x", &q));
   }
   TEST_ASSERT_EQ_INT(p.peerTimeline, 0);
+
+  // TACO_PEER_TIMELINE_CTAS: off by default, 0 or 1.
+  if (const taco::EnvParam* row = rowOf(table, n, "TACO_PEER_TIMELINE_CTAS")) {
+    taco::EnvParams q{};
+    TEST_ASSERT(row->parse(row->defaultValue, &q) && q.peerTimelineCtas == 0);
+    TEST_ASSERT(row->parse("1", &q) && q.peerTimelineCtas == 1);
+    TEST_ASSERT(!row->parse("2", &q) && !row->parse("yes", &q));
+  }
+  TEST_ASSERT_EQ_INT(p.peerTimelineCtas, 0);
 
   // TACO_PEER_EARLY_LAUNCH: on by default, 0 or 1; a malformed value leaves what it parsed into alone.
   if (const taco::EnvParam* row = rowOf(table, n, "TACO_PEER_EARLY_LAUNCH")) {

@@ -115,6 +115,22 @@ void testFused() {
   for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1, ++lines)
     TEST_ASSERT_MSG(text.compare(at, 14, "TACO TIMELINE ") == 0, "line %zu: %s", lines, text.c_str() + at);
   TEST_ASSERT_EQ_INT(lines, 3 + 2 * kTimelineEvents + 1 + 2);
+
+  // Every CTA's row of the same launch (the older rows 6..9 not among them): its rank and its
+  // events since the launch's first start; the wait that gave up, '-'.
+  const std::string ctas = formatPeerTimelineCtas(rows.data(), 10);
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE   every CTA of the last launch, us from its first CTA start");
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE   cta  rank      start      end A  end wait0      end B  end wait1"
+                                         "      end C\n");
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE     1     0       0.20       1.40       1.60       2.60       3.10"
+                                         "       4.30\n");
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE     5     1       0.15       1.15       1.65       2.65          -"
+                                         "       5.00\n");
+  TEST_ASSERT(ctas.find("TACO TIMELINE     6 ") == std::string::npos);
+  size_t ctaLines = 0;
+  for (size_t at = 0; at < ctas.size(); at = ctas.find('\n', at) + 1, ++ctaLines)
+    TEST_ASSERT_MSG(ctas.compare(at, 14, "TACO TIMELINE ") == 0, "line %zu: %s", ctaLines, ctas.c_str() + at);
+  TEST_ASSERT_EQ_INT(ctaLines, 2 + 6);
 }
 
 // One-shot, P = 3 in one launch, 2 CTAs per rank; rank 1's CTAs never ran (its rows are
@@ -161,6 +177,13 @@ void testOneShot() {
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE     ?          -         -         -         -         -\n");
   TEST_ASSERT_STR_CONTAINS(text.c_str(), "TACO TIMELINE  rank   compress      wait    decode     total");
   TEST_ASSERT(text.find("end B") == std::string::npos && text.find("wait1") == std::string::npos);
+
+  // Every CTA: the one-shot's events only; rank 1's CTAs (rows 2 and 3) did not run.
+  const std::string ctas = formatPeerTimelineCtas(rows.data(), 8);
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE   cta  rank      start end compress   end wait end decode\n");
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE     2     ?  did not run\n");
+  TEST_ASSERT_STR_CONTAINS(ctas.c_str(), "TACO TIMELINE     4     2       0.04       0.60       1.30       2.00\n");
+  TEST_ASSERT(formatPeerTimelineCtas(emptyRows(4).data(), 4).empty());
 }
 
 // The launch is the one whose CTA started last, wherever its rows are; a launch word
