@@ -149,7 +149,7 @@ def run_all(a):
     print(f"# {torch.cuda.get_device_name()}: the fraction of the HBM roofline (bytes model above, memcpy "
           f"measured per P and size in the same run); iters {a.iters}")
     print(f"{'P':>2} {'MiB':>4} {'dtype':8} {'codec':14} {'algo':12} {'ms':>9} {'roofline ms':>11} {'fraction':>8}")
-    for P, mib in ALL_SIZES.items():
+    for P, mib in sizes_arg(a.sizes).items():
         for dtype in ("bfloat16", "float32"):
             tdt = getattr(torch, dtype)
             e = torch.tensor([], dtype=tdt).element_size()
@@ -173,6 +173,20 @@ def run_all(a):
     return 0
 
 
+def sizes_arg(text):
+    """--sizes "P:MiB,...", e.g. "2:256,4:256,8:64", as {P: MiB per rank}."""
+    sizes = {}
+    for item in text.split(","):
+        try:
+            P, mib = (int(v) for v in item.split(":"))
+        except ValueError:
+            raise SystemExit(f"--sizes: '{item}' is not P:MiB (e.g. 8:64)")
+        if P < 2 or mib < 1:
+            raise SystemExit(f"--sizes: '{item}' needs P >= 2 and MiB >= 1")
+        sizes[P] = mib
+    return sizes
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=4)
@@ -187,6 +201,8 @@ def main(argv=None):
     p.add_argument("--all", action="store_true",
                    help="every block codec x P in {2, 4, 8} (256, 256, 64 MiB per rank) x bf16 and fp32 x the "
                         "algorithms of --algos, and the raw one-shot; one table")
+    p.add_argument("--sizes", default=",".join(f"{P}:{m}" for P, m in ALL_SIZES.items()),
+                   help="with --all: the ranks and MiB per rank, as P:MiB,... (default %(default)s)")
     p.add_argument("--codecs", default=None,
                    help="with --all: only these block codecs (comma-separated), and no raw one-shot")
     p.add_argument("--json", default=None)

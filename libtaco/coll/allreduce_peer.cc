@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "coll/peer_timeline_buffer.h"
 #include "codec/codec.h"
+#include "codec/launch.h"
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/params.h"
 #include "transport/peer_memory.h"
 #include "transport/transport.h"
@@ -209,9 +212,15 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));
     TACO_CHECK(peerTimelineCreate(comms[i]));
   }
-  if (pms[0] != nullptr)
-    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank; fused phases launch %s", c0->rank, P,
-              pms[0]->route, bytes, peerCommLaunchesEarly(c0, n) ? "early" : "after the previous kernel's end");
+  if (pms[0] != nullptr) {
+    std::string claimed;  // the types whose fused tiles are claimed (TACO_PEER_CLAIM_MIN_RANKS)
+    for (tacoDataType_t t : {tacoFloat32, tacoFloat16, tacoBfloat16})
+      if (peerClaimsTiles(makeArgs(c0->codec, 0, t), tacoAlgoFused, P, t))
+        claimed += std::string(claimed.empty() ? " for " : ", ") + dtypeName(t);
+    TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank; fused phases launch %s; fused tiles %s%s",
+              c0->rank, P, pms[0]->route, bytes, peerCommLaunchesEarly(c0, n) ? "early" : "after the previous kernel's end",
+              claimed.empty() ? "in a fixed order" : "claimed from counters", claimed.c_str());
+  }
   return tacoSuccess;
 }
 

@@ -63,13 +63,30 @@ PeerKernel pickKernel(int algo, int fmt, bool rot, tacoDataType_t dtype, int pha
   }
 }
 
-// The fused two-shot takes its tiles in the claimed order (coll/device/peer_kernels.cuh) from this
-// many ranks on, for codecs without rotation (whose formats have it: kClaimFormat). Measured on an
-// H200 (loopback, docs/results.md, "Tiles claimed"): at P = 8 fp8-block and int8-block 5-8 % faster;
-// at P = 4 within 3 %; at P = 2 up to 10 % slower, where the phases are bound by HBM (CTAs that end
-// early leave their bandwidth to the others, so the static order loses nothing) and every claim of
-// a rank's warps goes to one counter.
-constexpr int kPeerClaimMinRanks = 8;
+// Whether the rotated256 layout may take a codec's pieces (its kernels carry it).
+bool rotated256Codec(const Args& proto) { return proto.k.rotate && proto.k.B == 256; }
+
+}  // namespace
+
+// From TACO_PEER_CLAIM_MIN_RANKS ranks on (default 5), for the kernels that have it (kClaimFormat:
+// the byte codes; fp32's rotated256 compress and decompress; a rotated codec at another block size
+// keeps the static order). Measured on an H200 (loopback, docs/results.md, "Tiles claimed"): the
+// byte codes 1-6 % faster at P = 6-8 and within 1 % (bf16) or 3 % faster (fp32) at P = 5; at P = 2
+// up to 10 % slower, where the phases are bound by HBM (CTAs that end early leave their bandwidth
+// to the others, so the static order loses nothing) and every claim of a rank's warps goes to one
+// counter. Each rank's counters are its own, so ranks may differ.
+bool peerClaimsTiles(const Args& proto, int algo, int P, tacoDataType_t dtype) {
+  const int minRanks = envParams().peerClaimMinRanks;
+  const CodecDesc* d = codecById(proto.k.id);
+  if (algo != tacoAlgoFused || minRanks <= 0 || P < minRanks || d == nullptr) return false;
+  const bool rot = rotated256Codec(proto);
+  if (proto.k.rotate && !rot) return false;
+  // the format has claimed kernels: they differ from the static ones
+  return pickKernel(algo, d->format, rot, dtype, kFusedScatter, true) !=
+         pickKernel(algo, d->format, rot, dtype, kFusedScatter, false);
+}
+
+namespace {
 
 // One launch of `kernel` for L (its CTAs per rank set here): cooperative, or with `early`
 // launched before the previous kernel in the stream ends (coll/device/peer_kernels.cuh).
@@ -142,7 +159,7 @@ void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
 
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream) {
   const CodecDesc* d = codecById(L.proto.k.id);
-  const bool rot = L.proto.k.rotate && L.proto.k.B == 256;  // the rotated256 layout may apply
+  const bool rot = rotated256Codec(L.proto);  // the rotated256 layout may apply
   const int fmt = d != nullptr ? d->format : -1;
   // The block kernels stage tiles through shared memory (the compress, plain decompress and,
   // for codes it copies a chunk at a time, the multi-input sum pipelines: sumPiece; the rotated256 layout's).
@@ -161,7 +178,7 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   const bool fused = L.algo == tacoAlgoFused;
   const bool early = fused && peerLaunchesEarly(L.ranksPerDevice, L.nLocal);
   const int launches = fused ? kFusedPhases : 1;
-  const bool claim = fused && !L.proto.k.rotate && L.P >= kPeerClaimMinRanks;
+  const bool claim = peerClaimsTiles(L.proto, L.algo, L.P, dtype);
   for (int phase = 0; phase < launches; ++phase) {
     const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase, claim);
     if (kernel == nullptr) return cudaErrorInvalidValue;

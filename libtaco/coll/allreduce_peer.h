@@ -38,6 +38,11 @@ bool peerLaunchesEarly(int ranksPerDevice, int nLocal);
 // (a loopback world: all its ranks); false without peer memory.
 bool peerCommLaunchesEarly(const tacoComm* c, int nLocal);
 
+// Whether a launch of `algo` for P ranks, data of `dtype` and a codec of these constants
+// (PeerLaunch::proto) takes its tiles in the claimed order (coll/device/peer_kernels.cuh;
+// TACO_PEER_CLAIM_MIN_RANKS).
+bool peerClaimsTiles(const dev::Args& proto, int algo, int P, tacoDataType_t dtype);
+
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype);
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t threadsWanted, tacoDataType_t dtype,
                                 cudaStream_t stream);

@@ -38,6 +38,7 @@
 #include "codec/codec.h"
 #include "core/check.h"
 #include "core/comm.h"
+#include "core/dtype.h"
 #include "core/params.h"
 #include "transport/peer_memory.h"
 #include "transport/transport.h"
@@ -403,7 +404,7 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
   for (int c = 0; c < kNumCandidates; ++c) runnable += algoUnavailable(candidateAlgo(c), in) == nullptr;
   if (x.P < 2 || runnable < 2) {
     TACO_INFO("tune: nothing to measure for %s (%d rank(s), %d algorithm(s) this communicator can run)",
-              tuneDtypeName(dtype), x.P, runnable);
+              dtypeName(dtype), x.P, runnable);
     return tacoSuccess;
   }
   GroupSuspension outside;  // the tuner's calls run now, not in the caller's group
@@ -422,7 +423,7 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
   t.table = std::make_shared<const TuneTable>(table);
   tuneInstall(x.c0, dtype, t);
   TACO_INFO("tune: rank %d/%d %s, codec %s: %zu sizes up to %zu bytes in %.2f s; %s", x.c0->rank, x.P,
-            tuneDtypeName(dtype), x.c0->codecSpec.c_str(), table.bytes.size(), table.bytes.back(), t.seconds,
+            dtypeName(dtype), x.c0->codecSpec.c_str(), table.bytes.size(), table.bytes.back(), t.seconds,
             choicesText(x.c0, table, dtype).c_str());
   if (hasRank0(x)) {
     const std::string path = tuneCachePath();
@@ -447,7 +448,7 @@ tacoResult_t tuneOnFirstUse(tacoComm* c, tacoDataType_t dtype, cudaStream_t stre
   if (world.empty()) return tacoSuccess;
   if (tuneMeasure(world, dtype, stream, "AllReduce") != tacoSuccess)
     TACO_WARN("tune: the AllReduce table for %s could not be measured (%s): the built-in model decides",
-              tuneDtypeName(dtype), lastError());
+              dtypeName(dtype), lastError());
   return tacoSuccess;
 }
 
@@ -508,7 +509,7 @@ std::string tuneReport(const tacoComm* c, tacoDataType_t dtype) {
   snprintf(head, sizeof(head),
            "{\"dtype\": \"%s\", \"source\": \"%s\", \"ms\": %lld, \"ranks\": %d, \"scratch_bytes\": %zu, "
            "\"large_chunk_bytes\": %zu, ",
-           tuneDtypeName(dtype), t.source.c_str(), (long long)std::llround(t.seconds * 1e3), c->nranks,
+           dtypeName(dtype), t.source.c_str(), (long long)std::llround(t.seconds * 1e3), c->nranks,
            peerScratchOf(c), kLargeChunkFactor * c->config.chunkBytes);
   const std::string entry = tuneTableJson(tb, t.notes);  // "{...}"
   return head + entry.substr(1, entry.size() - 2) + ", \"model\": " + model + "], \"choice\": " + choice + "]}";

@@ -13,6 +13,7 @@
 #include "codec/codec.h"
 #include "core/check.h"
 #include "core/comm.h"
+#include "core/dtype.h"
 #include "core/params.h"
 #include "transport/nccl_symmetric.h"
 #include "transport/peer_memory.h"
@@ -98,15 +99,6 @@ tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) 
 
 }  // namespace
 
-const char* tuneDtypeName(tacoDataType_t dtype) {
-  switch (dtype) {
-    case tacoFloat32: return "float32";
-    case tacoFloat16: return "float16";
-    case tacoBfloat16: return "bfloat16";
-    default: return "?";
-  }
-}
-
 tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
   auto s = std::make_shared<TuneState>();
   s->comms.assign(comms, comms + n);
@@ -132,7 +124,7 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
       std::string why;
       const int got = tuneCacheFind(path, key, &tables[d], &why);
       if (got < 0) TACO_WARN("tune: the cached AllReduce table is not used: %s", why.c_str());
-      else if (got == 0) TACO_INFO("tune: no cached AllReduce table for %s: %s", tuneDtypeName((tacoDataType_t)d), why.c_str());
+      else if (got == 0) TACO_INFO("tune: no cached AllReduce table for %s: %s", dtypeName((tacoDataType_t)d), why.c_str());
       mine.has[d] = got == 1;
       mine.hash[d] = got == 1 ? tables[d].hash : 0;
     }
@@ -144,14 +136,14 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
     for (const Found& f : all) agree &= f.has[d] && f.hash[d] == mine.hash[d];
     if (mine.has[d] && !agree)
       TACO_WARN("tune: the cached AllReduce table for %s is not used: the ranks' caches differ (another file, "
-                "machine or version on some rank)", tuneDtypeName((tacoDataType_t)d));
+                "machine or version on some rank)", dtypeName((tacoDataType_t)d));
     if (!agree) continue;
     TuneInstalled t;
     t.table = std::make_shared<const TuneTable>(std::move(tables[d]));
     t.source = "cache";
     s->installed[d] = std::move(t);
     TACO_INFO("rank %d/%d: the cached AllReduce table for %s (%s)", c0->rank, c0->nranks,
-              tuneDtypeName((tacoDataType_t)d), path.c_str());
+              dtypeName((tacoDataType_t)d), path.c_str());
   }
   // A cached table that takes the fused two-shot with the larger scratch at some size: that scratch
   // now (creating it is collective, as creation is), so those sizes run as they were measured. The
@@ -217,7 +209,7 @@ std::string tuneKeyOf(const tacoComm* c, tacoDataType_t dtype) {
   const std::shared_ptr<TuneState> s = stateOf(c);
   if (s == nullptr) return "";
   TuneFingerprint f = s->base;
-  f.dtype = tuneDtypeName(dtype);
+  f.dtype = dtypeName(dtype);
   return tuneKey(f);
 }
 

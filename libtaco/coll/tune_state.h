@@ -55,7 +55,4 @@ bool tuneFirstUsePending(const tacoComm* c, tacoDataType_t dtype);
 // returns it (the string tacoCommTuneTable hands out).
 const char* tuneKeepText(const tacoComm* c, tacoDataType_t dtype, std::string text);
 
-// "float32", "float16", "bfloat16".
-const char* tuneDtypeName(tacoDataType_t dtype);
-
 }  // namespace taco

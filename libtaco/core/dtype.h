@@ -9,4 +9,9 @@ namespace taco {
 
 constexpr size_t dtypeBytes(tacoDataType_t dtype) { return dtype == tacoFloat32 ? 4 : 2; }
 
+// "float32", "float16", "bfloat16" (the names of the Python package and the tune cache); "?".
+constexpr const char* dtypeName(tacoDataType_t dtype) {
+  return dtype == tacoFloat32 ? "float32" : dtype == tacoFloat16 ? "float16" : dtype == tacoBfloat16 ? "bfloat16" : "?";
+}
+
 }  // namespace taco

@@ -128,6 +128,12 @@ const EnvParam kParams[] = {
      "sm_90 and later, where one process drives every rank on its GPU); 0: each launches after the previous "
      "kernel's end",
      "0 or 1", [](const char* v, EnvParams* p) { return parseSwitch(v, &p->peerEarlyLaunch); }},
+    {"TACO_PEER_CLAIM_MIN_RANKS", "5",
+     "the fused AllReduce's warps claim their tiles from a shared counter (so that a phase's CTAs end together) "
+     "in communicators of at least this many ranks; 0: never (each warp's tiles fixed at launch). The bits are the "
+     "same either way",
+     "a non-negative integer",
+     [](const char* v, EnvParams* p) { return parseNonNegative(v, &p->peerClaimMinRanks); }},
     {"TACO_PEER_TIMELINE", "0",
      "diagnostic: the peer-memory kernels record when each CTA reaches each phase; 1 prints the last launch's "
      "timeline to stderr when the communicator is destroyed, N > 1 also after every N-th launch (synchronizing "

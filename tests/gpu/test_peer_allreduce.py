@@ -237,6 +237,48 @@ def test_fused_early_launch_same_bits(tmp_path):
             assert np.array_equal(v, got["1"][key]), f"{key}: early launch on and off differ"
 
 
+
+# Every codec the claimed order applies to, and one it does not (int4-block), at P where the
+# default keeps the static order; the fused two-shot against the staged one, bit for bit.
+_CLAIM_SCRIPT = textwrap.dedent("""
+    import sys
+    import torch, taco.comm
+    P = int(sys.argv[1])
+    count = (1 << 22) + 5  # every warp of a phase takes several tiles, and the last piece is short
+    for codec in ("fp8-block", "int8-block", "taco", "taco-e5m2", "int8-hadamard", "int6-hadamard", "int4-block"):
+        for tdt, iv in ((torch.bfloat16, torch.int16), (torch.float32, torch.int32)):
+            gen = torch.Generator(device="cuda").manual_seed(P)
+            xs = [torch.randn(count, device="cuda", generator=gen).to(tdt) for _ in range(P)]
+            got = {}
+            for algo in ("staged", "fused"):
+                comms = taco.comm.loopback(P, codec=codec, algo=algo, fallback_bytes=0)
+                with taco.comm.group():
+                    outs = [c.allreduce(x) for c, x in zip(comms, xs)]
+                torch.cuda.synchronize()
+                got[algo] = [o.view(iv) for o in outs]
+                for c in comms:
+                    c.close()
+            for r in range(P):
+                assert torch.equal(got["fused"][r], got["staged"][r]), (codec, str(tdt), r)
+    print("OK")
+""")
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_fused_claimed_order_same_bits(tmp_path, P):
+    """TACO_PEER_CLAIM_MIN_RANKS=2: the fused two-shot claims its tiles from counters below the
+    default's P (the byte codes, and the rotated256 layout's compress and decompress); the log says
+    so, and every rank's result is the staged two-shot's, bit for bit."""
+    import torch  # noqa: F401 (the script it runs needs it; missing, it is a failure)
+    script = tmp_path / "claim.py"
+    script.write_text(_CLAIM_SCRIPT)
+    env = dict(os.environ, TACO_PEER_CLAIM_MIN_RANKS="2", TACO_DEBUG="INFO")
+    res = subprocess.run([sys.executable, str(script), str(P)], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr[-4000:]
+    assert "fused tiles claimed from counters" in res.stderr, res.stderr[-4000:]
+    assert "fused tiles in a fixed order" in res.stderr, res.stderr[-4000:]  # int4-block
+
+
 _HANG_SCRIPT = textwrap.dedent("""
     import os, sys, threading, time
     import torch, taco, taco.comm

@@ -136,6 +136,18 @@ int main() {
   }
   TEST_ASSERT_EQ_INT(p.peerTimelineCtas, 0);
 
+  // TACO_PEER_CLAIM_MIN_RANKS: 5 by default, a non-negative integer (0: never).
+  if (const taco::EnvParam* row = rowOf(table, n, "TACO_PEER_CLAIM_MIN_RANKS")) {
+    taco::EnvParams q{};
+    TEST_ASSERT(row->parse(row->defaultValue, &q) && q.peerClaimMinRanks == 5);
+    TEST_ASSERT(row->parse("0", &q) && q.peerClaimMinRanks == 0);
+    TEST_ASSERT(row->parse("4", &q) && q.peerClaimMinRanks == 4);
+    TEST_ASSERT(!row->parse("-1", &q) && !row->parse("many", &q));
+  } else {
+    TEST_ASSERT_MSG(false, "TACO_PEER_CLAIM_MIN_RANKS is not in the table");
+  }
+  TEST_ASSERT_EQ_INT(p.peerClaimMinRanks, 5);
+
   // TACO_PEER_EARLY_LAUNCH: on by default, 0 or 1; a malformed value leaves what it parsed into alone.
   if (const taco::EnvParam* row = rowOf(table, n, "TACO_PEER_EARLY_LAUNCH")) {
     taco::EnvParams q{};

@@ -162,11 +162,11 @@ __device__ __forceinline__ void rotated256CompressBlock(const Args& a, size_t bl
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 
-// The fp32 compress loop: this warp's tiles, the next one copied in (cp.async) while
-// this one is compressed; tiles not wholly inside `count` take the general path.
-template <typename T, int FMT>
-__device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t warp, size_t nWarps, size_t nTiles, int g,
-                                              int t) {
+// The fp32 compress loop: this warp's tiles in the order `tiles` gives them (tile_queue.cuh),
+// the next one copied in (cp.async) while this one is compressed; tiles not wholly inside
+// `count` take the general path.
+template <typename T, int FMT, class Tiles>
+__device__ __forceinline__ void rotated256CompressTiles(const Args& a, Tiles& tiles, size_t nTiles, int g, int t) {
   static_assert(sizeof(T) == 4, "16-bit inputs take fourLane::fourLaneCompressTiles");
   constexpr int V = Vec<T>::V, NCH = Vec<T>::NCH;
   extern __shared__ uint4 stagingArea[];
@@ -175,21 +175,23 @@ __device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t wa
   // at (NCH t ^ t) ^ k (k does not reach the bits of NCH t), writes chunks t + 8j.
   const uint32_t readOffset = (uint32_t)((group - stagingArea) + ((NCH * t) ^ t)) * 16u;
   const size_t nFull = a.count / 1024;  // tiles wholly inside count
-  const size_t step = nWarps * 1024;    // elements from one of this warp's tiles to its next
-  const T* next = static_cast<const T*>(a.x) + (warp * 4 + g) * 256 + t * V;  // this lane's first chunk of tile `warp`
+  const T* x = static_cast<const T*>(a.x) + g * 256 + t * V;  // this lane's first chunk of tile 0
+  const T* next = x + tiles.front() * 1024;                     // ... of the tile to stage next
   auto stage = [&](int slot) {  // the tile at `next`: lane t copies chunks t + 8j
     uint4* dst = group + slot * kCompressSlotUnits;
 #pragma unroll
     for (int j = 0; j < NCH; ++j) cpAsync(dst + 8 * j + (t ^ ((t + 8 * j) / NCH & 7)), next + 8 * j * V, 16);
   };
-  if (warp < nFull) stage(0);
+  if (tiles.front() < nFull) stage(0);
   cpAsyncCommit();
   int s = 0;
-  size_t tile = warp;
-  for (; tile < nFull; tile += nWarps) {  // whole tiles, staged: one straight path
+  for (; tiles.front() < nFull; tiles.pop()) {  // whole tiles, staged: one straight path
+    const size_t tile = tiles.front();
     __syncwarp();  // every lane is done with the slot about to be refilled
-    next += step;
-    if (tile + nWarps < nFull) stage(s ^ 1);
+    // (in the static order a stride from the last, which costs fewer instructions)
+    if constexpr (Tiles::kClaimed) next = x + tiles.ahead(1) * 1024;
+    else next += tiles.step * 1024;
+    if (tiles.ahead(1) < nFull) stage(s ^ 1);
     cpAsyncCommit();
     cpAsyncWait<1>();
     __syncwarp();  // the other lanes' copies have landed too
@@ -199,7 +201,7 @@ __device__ __forceinline__ void rotated256CompressTiles(const Args& a, size_t wa
     s ^= 1;
   }
   cpAsyncWait<0>();
-  for (; tile < nTiles; tile += nWarps) compressBlockTile<T, FMT, false>(a, tile * 4 + g, t, nullptr);  // the rest
+  for (; tiles.front() < nTiles; tiles.pop()) compressBlockTile<T, FMT, false>(a, tiles.front() * 4 + g, t, nullptr);  // the rest
 }
 
 // ---- Compress of 16-bit inputs: four lanes per block, 64 elements per lane. Per
@@ -313,14 +315,14 @@ __device__ __forceinline__ void fourLaneCompressBlock(const Args& a, size_t bloc
   if (t == 0) storeScales(a, a.out, block, alpha, qs.s);
 }
 
-// This warp's tiles (warp, warp + nWarps, ...: warp of nWarps in the partition; a
-// tile is 8 blocks), the next one copied in while this one is compressed. Lane l
+// This warp's tiles in the order `tiles` gives them (tile_queue.cuh; a tile is 8 blocks), the
+// next one copied in while this one is compressed. Lane l
 // copies chunks l + 32j of the tile (whole 128-byte lines into one shared-memory row:
 // chunk c at unit (c & ~7) | ((c & 7) ^ (c >> 3 & 7))) and reads chunks 8l + k of
 // it, at unit (8l | (l & 7)) ^ k. Tiles not wholly inside `count` take the general
 // path, as two tiles of the eight-lane mapping.
-template <typename T, int FMT>
-__device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t warp, uint32_t nWarps, int lane) {
+template <typename T, int FMT, class Tiles>
+__device__ __forceinline__ void fourLaneCompressTiles(const Args& a, Tiles& tiles, int lane) {
   static_assert(sizeof(T) == 2, "the four-lane path is for 16-bit inputs");
   extern __shared__ uint4 stagingArea[];
   // 32-bit tile indices (the launcher sends counts >= 2^40 to the general kernel): the
@@ -338,12 +340,12 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t wa
 #pragma unroll
     for (int j = 0; j < 8; ++j) cpAsync(dst + 32 * j + (lane & ~7) + ((lane ^ ((lane >> 3) + 4 * j)) & 7), src + 256 * j, 16);
   };
-  if (warp < nFull) stage(warp, 0);
+  if (tiles.front() < nFull) stage((uint32_t)tiles.front(), 0);
   cpAsyncCommit();
-  uint32_t tile = warp;
-  for (uint32_t s = 0; tile < nFull; tile += nWarps, s ^= 1) {  // whole tiles, staged: one straight path
+  for (uint32_t s = 0; tiles.front() < nFull; tiles.pop(), s ^= 1) {  // whole tiles, staged: one straight path
     __syncwarp();  // every lane is done with the slot about to be refilled
-    if (tile + nWarps < nFull) stage(tile + nWarps, s ^ 1);
+    const uint32_t tile = (uint32_t)tiles.front(), next = (uint32_t)tiles.ahead(1);
+    if (next < nFull) stage(next, s ^ 1);
     cpAsyncCommit();
     cpAsyncWait<1>();
     __syncwarp();  // the other lanes' copies have landed too
@@ -351,7 +353,8 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t wa
                           readOffset + s * (kSlotUnits * 16), buf);
   }
   cpAsyncWait<0>();
-  for (; tile < nTiles; tile += nWarps) {  // the rest, eight lanes a block through the general load
+  for (; tiles.front() < nTiles; tiles.pop()) {  // the rest, eight lanes a block through the general load
+    const uint32_t tile = (uint32_t)tiles.front();
 #pragma unroll 1
     for (int h = 0; h < 2; ++h)
       compressBlockTile<T, FMT, false>(a, (size_t)tile * kBlocks + 4 * h + (lane >> 3), lane & 7, nullptr);
@@ -366,11 +369,9 @@ __device__ __forceinline__ void fourLaneCompressTiles(const Args& a, uint32_t wa
 // tiles ahead. The next tile's codes and scales are read into registers while this
 // tile is rotated, so
 // that the shared-memory latency is not on the path of every tile (4 warps per
-// scheduler cannot hide it). Tiles of 4 blocks: warp, warp + nWarps, ... (warp of
-// nWarps in the partition).
-template <typename T, int FMT>
-__device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_t warp, uint32_t nWarps, int g,
-                                                          int t) {
+// scheduler cannot hide it). Tiles of 4 blocks, in the order `tiles` gives them (tile_queue.cuh).
+template <typename T, int FMT, class Tiles>
+__device__ __forceinline__ void rotated256DecompressTiles(const Args& a, Tiles& tiles, int g, int t) {
   constexpr int D = kDecompressDepth;
   extern __shared__ uint4 stagingArea[];
   // 32-bit tile indices: counts >= 2^40 take the general kernel
@@ -426,21 +427,22 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
   };
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) {
-    if (warp + i * nWarps < nFull) stage(warp + i * nWarps, i);
+    const uint32_t early = (uint32_t)tiles.ahead(i);
+    if (early < nFull) stage(early, i);
     cpAsyncCommit();
   }
-  if (warp < nFull) {
+  if (tiles.front() < nFull) {
     cpAsyncWait<D - 2>();
     fetch(0);
   }
   int s = 0;
   T* y = static_cast<T*>(a.y);
-  uint32_t tile = warp;
-  for (; tile < nFull; tile += nWarps) {  // whole tiles, staged: one straight path
+  for (; tiles.front() < nFull; tiles.pop()) {  // whole tiles, staged: one straight path
+    const uint32_t tile = (uint32_t)tiles.front();
     // refills the slot of the tile before this one, read (fetched) one iteration ago,
     // before this iteration's first __syncwarp
     const int ahead = s == 0 ? D - 1 : s - 1;
-    const uint32_t far = tile + (D - 1) * nWarps;
+    const uint32_t far = (uint32_t)tiles.ahead(D - 1);
     if (far < nFull) stage(far, ahead);
     cpAsyncCommit();
     const size_t block = (size_t)tile * 4 + g;
@@ -463,7 +465,7 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
       for (int i = 0; i < 16; ++i) v[16 * k + i] = f[i] * d;
     }
     const int nextSlot = s + 1 == D ? 0 : s + 1;
-    if (tile + nWarps < nFull) {
+    if ((uint32_t)tiles.ahead(1) < nFull) {
       cpAsyncWait<D - 2>();  // the next tile's copies (this thread's)
       fetch(nextSlot);
     }
@@ -475,8 +477,8 @@ __device__ __forceinline__ void rotated256DecompressTiles(const Args& a, uint32_
     s = s + 1 == D ? 0 : s + 1;
   }
   cpAsyncWait<0>();
-  for (; tile < nTiles; tile += nWarps) {  // the rest, through the general loads
-    const size_t block = (size_t)tile * 4 + g;
+  for (; tiles.front() < nTiles; tiles.pop()) {  // the rest, through the general loads
+    const size_t block = (size_t)tiles.front() * 4 + g;
     const bool active = block < a.nBlocks;
     float v[kPerThread];
     accumulateTile<T, FMT>(a, block, t, active, v);

@@ -19,15 +19,20 @@
 namespace taco {
 namespace dev {
 
-struct StaticTiles {
+template <typename I>
+struct StaticTilesOf {
   static constexpr bool kClaimed = false;
-  size_t tile, step;
-  __device__ __forceinline__ size_t front() const { return tile; }
-  __device__ __forceinline__ size_t ahead(int n) const { return tile + (size_t)n * step; }
+  I tile, step;
+  __device__ __forceinline__ I front() const { return tile; }
+  __device__ __forceinline__ I ahead(int n) const { return tile + (I)n * step; }
   // ahead(n), given ahead(n - 1) (n >= 1)
-  __device__ __forceinline__ size_t after(size_t prev, int) const { return prev + step; }
+  __device__ __forceinline__ I after(I prev, int) const { return prev + step; }
   __device__ __forceinline__ void pop() { tile += step; }
 };
+using StaticTiles = StaticTilesOf<size_t>;
+// 32-bit tile indices: the rotated256 loops (rotated256.cuh), whose loop state must fit beside
+// their 32 or 64 values a lane in 128 registers
+using StaticTiles32 = StaticTilesOf<uint32_t>;
 
 // D: tiles known (front and D - 1 after it); one claim more is in flight, issued a turn before its
 // tile is staged, so that the claim's round trip to L2 hides behind a tile's work. Whoever resets

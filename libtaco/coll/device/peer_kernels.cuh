@@ -136,32 +136,42 @@ __device__ __forceinline__ bool rotated256Piece(const Args& a) {
   return a.k.rotate && a.k.B == 256 && a.vec && a.count < ((size_t)1 << 40);
 }
 
+// Runs body(tiles) with this warp's tiles of a piece (codec/device/tile_queue.cuh): CLAIM, claimed
+// from the counter `claim` (the claimed order: peerFusedKernel; D: the loop's tiles in flight),
+// else warp, warp + nWarps, ... of the share, in indices of type I.
+template <bool CLAIM, int D, typename I = size_t, class Body>
+__device__ __forceinline__ void withTiles(const Who& w, uint32_t* claim, Body body) {
+  if constexpr (CLAIM) {
+    ClaimedTiles<D> tiles(claim);
+    body(tiles);
+  } else {
+    StaticTilesOf<I> tiles{(I)w.warp, (I)w.nWarps};
+    body(tiles);
+  }
+}
+
 // Compress with the codec kernels' software pipeline (cp.async staging of the tiles
 // ahead; tiles that cannot be staged take the general load). CLAIM: the warps of the share claim
-// their tiles from the counter `claim` (the claimed order: peerFusedKernel), else take warp,
-// warp + nWarps, ...
+// their tiles from the counter `claim` (withTiles).
 template <typename T, int FMT, bool ROT, bool CLAIM = false>
 __device__ __forceinline__ void compressPiece(const Args& a, const Who& w, uint32_t* claim = nullptr) {
   if (w.warp == 0 && w.lane == 0) writeHeader(a.out, a);
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a)) {  // the B = 256 rotated layout, as the codec's own kernel takes it
       if constexpr (sizeof(T) == 2)
-        rotated256::fourLane::fourLaneCompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane);
+        withTiles<CLAIM, rotated256::fourLane::kDepth, uint32_t>(
+            w, claim, [&](auto& tiles) { rotated256::fourLane::fourLaneCompressTiles<T, FMT>(a, tiles, w.lane); });
       else
-        rotated256::rotated256CompressTiles<T, FMT>(a, w.warp, w.nWarps, (a.nBlocks + 3) / 4, w.lane >> 3,
-                                                    w.lane & 7);
+        withTiles<CLAIM, rotated256::kCompressDepth>(w, claim, [&](auto& tiles) {
+          rotated256::rotated256CompressTiles<T, FMT>(a, tiles, (a.nBlocks + 3) / 4, w.lane >> 3, w.lane & 7);
+        });
       return;
     }
   }
   const int tpb = a.k.tpb, t = w.lane & (tpb - 1), gpw = 32 / tpb, giw = w.lane / tpb;
   const size_t nTiles = (a.nBlocks + gpw - 1) / gpw;
-  if constexpr (CLAIM) {
-    ClaimedTiles<Stage<T>::kCompressDepth> tiles(claim);
-    genericCompressTiles<T, FMT>(a, tiles, nTiles, gpw, giw, t);
-  } else {
-    StaticTiles tiles{w.warp, w.nWarps};
-    genericCompressTiles<T, FMT>(a, tiles, nTiles, gpw, giw, t);
-  }
+  withTiles<CLAIM, Stage<T>::kCompressDepth>(
+      w, claim, [&](auto& tiles) { genericCompressTiles<T, FMT>(a, tiles, nTiles, gpw, giw, t); });
 }
 
 // Decode (and for MODE kReduceCompress re-compress) the sum of a.in; inputsOk: every input's header matched.
@@ -189,7 +199,8 @@ __device__ __forceinline__ void sumPiece(const Args& a, const Who& w, bool input
     if (rotated256Piece(a) && a.in.n >= 1 && inputsOk) {
       const uint32_t warp = (uint32_t)w.warp, nWarps = (uint32_t)w.nWarps;
       if (MODE == kAccumulate && a.in.n == 1 && a.x == nullptr) {
-        rotated256::rotated256DecompressTiles<T, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
+        StaticTiles32 tiles{warp, nWarps};
+        rotated256::rotated256DecompressTiles<T, FMT>(a, tiles, w.lane >> 3, w.lane & 7);
         return;
       }
       rest = rotated256::rotated256SumTiles<T, MODE, FMT>(a, warp, nWarps, w.lane >> 3, w.lane & 7);
@@ -221,7 +232,9 @@ template <typename T, int FMT, bool ROT, bool CLAIM = false>
 __device__ __forceinline__ void decodePiece(const Args& a, const Who& w, bool inputsOk, uint32_t* claim = nullptr) {
   if constexpr (ROT && kRotated256Format<FMT>) {
     if (rotated256Piece(a) && inputsOk) {
-      rotated256::rotated256DecompressTiles<T, FMT>(a, (uint32_t)w.warp, (uint32_t)w.nWarps, w.lane >> 3, w.lane & 7);
+      withTiles<CLAIM, rotated256::kDecompressDepth, uint32_t>(w, claim, [&](auto& tiles) {
+        rotated256::rotated256DecompressTiles<T, FMT>(a, tiles, w.lane >> 3, w.lane & 7);
+      });
       return;
     }
   }
@@ -380,10 +393,14 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 // uses, so nothing else may need those slots to make progress: early launch is only
 // asked for where this launch's ranks are all the ranks on the GPU.
 
-// The formats whose fused kernels also come in the claimed order (peerFusedKernel): byte codes,
-// measured. (INT4's reduce spills with the claims, and measured slower.)
-template <int FMT>
-constexpr bool kClaimFormat = FMT == kFmtE4M3 || FMT == kFmtE5M2 || FMT == kFmtInt8;
+// The kernels that also come in the claimed order (peerFusedKernel), as measured (docs/results.md,
+// "Tiles claimed"): the byte codes' in any type, and with ROT the rotated256 layout's compress and
+// decompress in fp32 (its sum keeps the static order). The 16-bit rotated256 compress is bound by
+// instruction issue, and claims measured 0-3 % slower there; INT4's reduce spills with them, and
+// measured slower.
+template <typename T, int FMT, bool ROT>
+constexpr bool kClaimFormat =
+    ROT ? sizeof(T) == 4 && kRotated256Format<FMT> : FMT == kFmtE4M3 || FMT == kFmtE5M2 || FMT == kFmtInt8;
 
 // Phase PH (kFused*: A, B, C above) of the launch's chunk of the fused two-shot; CLAIM: in the
 // claimed order (peerFusedKernel).
@@ -398,7 +415,8 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
   // The counter of the phase's piece i (CLAIM), and the phase's counters, reset at its end.
   auto claim = [&](int i) { return C ? peer::controlWord(e.mine, claimLine(ch.parity, PH, i)) : nullptr; };
   const size_t claims = C ? claimLine(ch.parity, PH, 0) : 0;
-  const int nClaims = C ? (PH == kFusedReduce ? 1 : P - 1) : 0;
+  // (the rotated256 sum keeps the static order: its loops have no registers to spare)
+  const int nClaims = C ? (PH == kFusedReduce ? (ROT ? 0 : 1) : P - 1) : 0;
   if constexpr (PH == kFusedScatter) {
     forPeerPieces(  // A. compress the peers' pieces into their scratch
         sp, L, w, ch,
@@ -421,8 +439,8 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
         a.y = recv + pieceOff(L, r, ch) * eb;
         a.out = reinterpret_cast<uint8_t*>(slotOf(L, r, ch.parity, r));
       });
-      sumPiece<T, kReduceCompress, FMT, ROT, kSumArgsInRegisters<T, kReduceCompress, ROT>, C>(sp[0].a, w, ok,
-                                                                                              claim(0));
+      sumPiece<T, kReduceCompress, FMT, ROT, kSumArgsInRegisters<T, kReduceCompress, ROT>, C && !ROT>(sp[0].a, w, ok,
+                                                                                                     claim(0));
     }
     peer::markPhaseEnd(L, kTimelineEndB);
     peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive + 1, claims, nClaims);
@@ -442,15 +460,16 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
 
 // ROT: the codec is rotated with B = 256, and the kernel carries the rotated256 layout's
 // tile functions too (a kernel of its own: they need more registers than the generic path).
-// CLAIM (kClaimFormat, not ROT): the claimed order (codec/device/tile_queue.cuh). The warps of a
+// CLAIM (kClaimFormat): the claimed order (codec/device/tile_queue.cuh). The warps of a
 // piece take its tiles one at a time from a counter in the rank's scratch (coll/peer_plan.h,
 // claimLine) instead of warp, warp + nWarps, ..., so that the CTAs of a phase end together however
 // their speeds differ; the host asks for it where it measured faster (coll/allreduce_peer.cu).
+// With ROT the reduce keeps the static order.
 // A waiting phase that gives up (abort, timeout) returns early; the next ones see the rank's
 // failed word and give up too, and the last phase still ends the chunk's epoch.
 template <typename T, int FMT, bool ROT, int PH, bool CLAIM = false>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
-  static_assert(!(CLAIM && ROT), "the rotated256 loops keep the static order");
+  static_assert(!CLAIM || kClaimFormat<T, FMT, ROT>, "a format without the claimed order");
   // A of a call's first chunk waits for the kernel before it (the previous call's C, or other
   // work); A of a later chunk starts at once, beside the previous chunk's C (see above).
   if (PH == kFusedScatter) {
@@ -553,12 +572,14 @@ PeerKernel peerKernelFor(int algo, bool rot, int phase, bool claim) {
       constexpr bool R = decltype(r)::value;
       if (algo == tacoAlgoOneShot) return peerOneShotKernel<T, FMT, R>;
       if (algo != tacoAlgoFused) return nullptr;
-      if constexpr (!R && kClaimFormat<FMT>) {
+      if constexpr (kClaimFormat<T, FMT, R>) {
         if (claim) {
           switch (phase) {
-            case kFusedScatter: return peerFusedKernel<T, FMT, false, kFusedScatter, true>;
-            case kFusedReduce: return peerFusedKernel<T, FMT, false, kFusedReduce, true>;
-            case kFusedGather: return peerFusedKernel<T, FMT, false, kFusedGather, true>;
+            case kFusedScatter: return peerFusedKernel<T, FMT, R, kFusedScatter, true>;
+            case kFusedReduce:  // (the rotated256 sum: the static order)
+              if constexpr (R) return peerFusedKernel<T, FMT, R, kFusedReduce>;
+              else return peerFusedKernel<T, FMT, R, kFusedReduce, true>;
+            case kFusedGather: return peerFusedKernel<T, FMT, R, kFusedGather, true>;
             default: return nullptr;
           }
         }
