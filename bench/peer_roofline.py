@@ -16,6 +16,7 @@ scales), P ranks (reads + writes, every pass over HBM counted once):
 
     TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py [--ranks 4] [--mbytes 256]
     TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py --all [--algos fused,oneshot]
+    TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py --all --sizes 5:128,6:128 --codecs fp8-block
 """
 import argparse
 import json
