@@ -258,7 +258,7 @@ std::string tuneKey(const TuneFingerprint& f) {
          ";per_host=" + std::to_string(f.ranksPerHost) + ";route=" + f.route + ";nccl=" + std::to_string(f.nccl) +
          ";taco=" + std::to_string(f.taco) + ";codec=" + f.codec + ";dtype=" + f.dtype +
          ";chunk=" + std::to_string(f.chunkBytes) + ";depth=" + std::to_string(f.depth) +
-         ";early=" + std::to_string(f.early);
+         ";early=" + std::to_string(f.early) + ";claims=" + std::to_string(f.claims);
 }
 
 std::string tuneCachePath() {

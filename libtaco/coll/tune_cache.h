@@ -34,9 +34,11 @@ struct TuneFingerprint {
   size_t chunkBytes = 0;
   int depth = 0;         // pipeline depth (the staged path's streams)
   int early = 0;         // 1: the fused phases launch early (TACO_PEER_EARLY_LAUNCH, peerCommLaunchesEarly)
+  int claims = 0;        // 1: the fused two-shot claims its tiles (TACO_PEER_CLAIM_MIN_RANKS, peerClaimsTiles)
 };
 
-// "gpu=...;sms=...;ranks=...;per_host=...;route=...;nccl=...;taco=...;codec=...;dtype=...;chunk=...;depth=...;early=..."
+// "gpu=...;sms=...;ranks=...;per_host=...;route=...;nccl=...;taco=...;codec=...;dtype=...;chunk=...;depth=...;early=...;
+// claims=..."
 std::string tuneKey(const TuneFingerprint& f);
 
 // The file: TACO_TUNE_FILE when set, else $XDG_CACHE_HOME/taco/tune.json, else

@@ -11,6 +11,7 @@
 #include "coll/peer_plan.h"
 #include "coll/peer_resize.h"
 #include "codec/codec.h"
+#include "codec/launch.h"
 #include "core/check.h"
 #include "core/comm.h"
 #include "core/dtype.h"
@@ -77,7 +78,7 @@ void deviceIdentity(int device, std::string* name, int* sms) {
   *sms = it->second.second;
 }
 
-// Every field but the dtype; collective (ranks per host) for an NCCL communicator.
+// Every field but the dtype and what depends on it (claims); collective (ranks per host) for an NCCL communicator.
 tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) {
   deviceIdentity(c->device, &f->gpu, &f->sms);
   f->ranks = c->nranks;
@@ -210,6 +211,7 @@ std::string tuneKeyOf(const tacoComm* c, tacoDataType_t dtype) {
   if (s == nullptr) return "";
   TuneFingerprint f = s->base;
   f.dtype = dtypeName(dtype);
+  f.claims = c->peer != nullptr && peerClaimsTiles(makeArgs(c->codec, 0, dtype), tacoAlgoFused, c->nranks, dtype);
   return tuneKey(f);
 }
 

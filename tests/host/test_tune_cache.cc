@@ -40,6 +40,7 @@ TuneFingerprint h200() {
   f.chunkBytes = (size_t)64 << 20;
   f.depth = 2;
   f.early = 1;
+  f.claims = 1;
   return f;
 }
 
@@ -91,7 +92,7 @@ int main() {
   const std::string key = tuneKey(f);
   TEST_ASSERT(key ==
               "gpu=NVIDIA H200;sms=132;ranks=8;per_host=8;route=nccl-symmetric;nccl=22809;taco=" +
-                  std::to_string(TACO_VERSION_CODE) + ";codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;depth=2;early=1");
+                  std::to_string(TACO_VERSION_CODE) + ";codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;depth=2;early=1;claims=1");
   auto differs = [&](void (*edit)(TuneFingerprint&)) {
     TuneFingerprint g = h200();
     edit(g);
@@ -109,6 +110,7 @@ int main() {
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.chunkBytes = (size_t)256 << 20; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.depth = 1; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.early = 0; }));
+  TEST_ASSERT(differs([](TuneFingerprint& g) { g.claims = 0; }));
   // A GPU name cannot break the key's separators.
   TuneFingerprint odd = h200();
   odd.gpu = "A;B=C";

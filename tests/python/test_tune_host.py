@@ -16,7 +16,7 @@ from taco import comm as comm_mod
 TABLE = {
     "dtype": "bfloat16", "source": "measured", "ms": 1234, "ranks": 4,
     "key": "gpu=NVIDIA H200;sms=132;ranks=4;per_host=4;route=loopback;nccl=0;taco=100;"
-           "codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;depth=2;early=1",
+           "codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;depth=2;early=1;claims=0",
     "bytes": [4096, 8192],
     "algos": ["plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged"],
     "us": [[10.0, 5.0, None, 30.0, None, 40.0], [12.0, 6.0, None, 8.0, 7.5, 44.0]],
