@@ -45,6 +45,19 @@ struct SumRest {
 // Every tile of the warp: no staged sum before.
 __device__ __forceinline__ SumRest allTiles(size_t warp) { return SumRest{warp, 0, 1, false, false}; }
 
+// One tile of the general loads: the sum of `block`'s inputs (NaN where their headers did not
+// match), written out by sumTileOut; whether it holds a NaN block (one to widen).
+template <typename T, int MODE, int FMT>
+__device__ __forceinline__ bool generalTile(const Args& a, size_t block, int t, bool inputsOk) {
+  const bool active = block < a.nBlocks;
+  float v[kPerThread];
+  finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
+  if (!inputsOk)
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
+  return sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+}
+
 // Decompress-accumulate and decompress-reduce-compress, one tile at a time without
 // staging (and plain decompress when its inputs fail the header check: NaN output): the
 // warp's tiles, or those the staged sum left (`rest`); then wideBlocks where a block
@@ -57,13 +70,7 @@ __device__ __forceinline__ void generalTiles(const Args& a, size_t warp, size_t 
   for (size_t tile = rest.skipped ? warp : rest.first; tile < nTiles; tile += nWarps) {
     const size_t block = tile * groupsPerWarp + groupInWarp;
     if (tile < rest.nStaged && __all_sync(0xffffffffu, stagedShifts(a, block, rest.group))) continue;  // summed staged
-    const bool active = block < a.nBlocks;
-    float v[kPerThread];
-    finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
-    if (!inputsOk)
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    nanBlocks |= sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+    nanBlocks |= generalTile<T, MODE, FMT>(a, block, t, inputsOk);
   }
   if (MODE == kReduceCompress && inputsOk && __any_sync(0xffffffffu, nanBlocks))
     wideBlocks<T, FMT>(a, warp, nWarps, nTiles, groupsPerWarp, groupInWarp, t);
@@ -88,13 +95,7 @@ __device__ __forceinline__ void generalTiles(const Args& a, ClaimedTiles<D>& til
   }
   for (; tiles.front() < nTiles; tiles.pop()) {
     const size_t block = tiles.front() * groupsPerWarp + groupInWarp;
-    const bool active = block < a.nBlocks;
-    float v[kPerThread];
-    finishSum<T>(a, block, t, active, v, accumulateRaw<T, FMT>(a, block, t, active, v));
-    if (!inputsOk)
-#pragma unroll
-      for (int r = 0; r < kPerThread; ++r) v[r] = canonicalNaN();
-    const bool nanBlock = sumTileOut<T, MODE, FMT>(a, block, t, active, v);
+    const bool nanBlock = generalTile<T, MODE, FMT>(a, block, t, inputsOk);
     if (widen && __any_sync(0xffffffffu, nanBlock)) {
       __syncwarp();
       wideTile<T, FMT>(a, storedScales(a), block, t);
