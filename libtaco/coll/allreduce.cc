@@ -2,6 +2,9 @@
 // coll/allreduce_select.cc), then build its schedule: plain (the transport's), staged two-shot
 // (coll/allreduce_staged.cc) or a peer-memory algorithm (coll/allreduce_peer.cc).
 // docs/collectives.md.
+#include <atomic>
+#include <cstring>
+
 #include "coll/allreduce_peer.h"
 #include "coll/allreduce_run.h"
 #include "coll/coll.h"
@@ -9,6 +12,7 @@
 #include "coll/tune_state.h"
 #include "core/check.h"
 #include "core/params.h"
+#include "transport/peer_memory.h"
 
 namespace taco {
 
@@ -20,6 +24,7 @@ AlgoInputs algoInputs(const tacoComm* c, size_t count, tacoDataType_t dtype) {
   in.compressed = c->compressed;
   in.peerMemory = commHasPeerMemory(c);
   in.peerCodec = peerCodecSupported(c->codec);
+  in.peerLaunchesApart = c->peer != nullptr && strcmp(c->peer->route, "loopback") != 0;
   in.fallbackBytes = c->config.fallbackBytes;
   return in;
 }
@@ -28,23 +33,37 @@ int modelAllReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype) {
   return selectAllReduceAlgo(algoInputs(c, count, dtype));
 }
 
+int tunedAutoCandidate(const tacoComm* c, const TuneRow& r, size_t count, tacoDataType_t dtype) {
+  const AlgoInputs in = algoInputs(c, count, dtype);
+  TuneRow row = r;
+  for (int k = 0; k < kNumCandidates; ++k)
+    if (algoAutoExcluded(candidateAlgo(k), in) != nullptr) row[k] = kNoTime;
+  return tunedCandidate(row, selectAllReduceAlgo(in));
+}
+
 tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo) {
   const AlgoInputs in = algoInputs(c, count, dtype);
   if (c->config.algo == tacoAlgoAuto) {
     *algo = selectAllReduceAlgo(in);
     // A tuned table, agreed by every rank, overrides the model where it measured something
-    // faster; a choice the communicator can no longer run (its peer memory was released)
-    // leaves the model's.
+    // faster, among the candidates the automatic choice may take now (the communicator's peer
+    // memory may have been released since; an older table may hold a one-shot).
     if (const std::shared_ptr<const TuneTable> t = tuneTableOf(c, dtype)) {
       const int b = nearestBucket(*t, in.bytes);
-      const int tuned = b >= 0 ? tunedChoice(t->us[(size_t)b], *algo) : *algo;
-      if (algoUnavailable(tuned, in) == nullptr) *algo = tuned;
+      const int cand = b >= 0 ? tunedAutoCandidate(c, t->us[(size_t)b], count, dtype) : -1;
+      if (cand >= 0 && algoAutoExcluded(candidateAlgo(cand), in) == nullptr) *algo = candidateAlgo(cand);
     }
     return tacoSuccess;
   }
   if (const char* why = algoUnavailable(c->config.algo, in))
     return setError(tacoInvalidUsage, "tacoAllReduce: algorithm '%s' (config algo / TACO_ALGO) cannot run: %s",
                     algoName(c->config.algo), why);
+  if (const char* why = algoAutoExcluded(c->config.algo, in)) {  // runs, as asked: said once per process
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      TACO_WARN("tacoAllReduce: algorithm '%s' is forced (config algo / TACO_ALGO), but %s; "
+                "the fused two-shot, the staged two-shot and plain are not affected", algoName(c->config.algo), why);
+  }
   *algo = c->config.algo;
   return tacoSuccess;
 }

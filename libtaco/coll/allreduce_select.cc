@@ -8,15 +8,16 @@ namespace taco {
 
 int selectAllReduceAlgo(const AlgoInputs& in) {
   const bool peer = in.peerMemory && in.nranks > 1;
+  const bool oneShots = peer && !in.peerLaunchesApart;  // algoAutoExcluded
   // Below fallbackBytes the call goes uncompressed: a lossless one-shot where peer memory
   // makes it one hop and the size is latency-bound, else the transport's AllReduce.
   if (!in.compressed || in.bytes < in.fallbackBytes)
-    return peer && in.bytes <= kOneShotRawMaxBytes ? tacoAlgoOneShotRaw : tacoAlgoPlain;
+    return oneShots && in.bytes <= kOneShotRawMaxBytes ? tacoAlgoOneShotRaw : tacoAlgoPlain;
   if (!peer || !in.peerCodec) return tacoAlgoStaged;
   // P = 2: one-shot moves the same wire bytes as two-shot with one exchange fewer and one
   // quantization instead of two. Beyond, one-shot's P-fold decode traffic pays only while
   // latency dominates.
-  if (in.nranks == 2 || in.bytes <= kOneShotMaxBytes) return tacoAlgoOneShot;
+  if (oneShots && (in.nranks == 2 || in.bytes <= kOneShotMaxBytes)) return tacoAlgoOneShot;
   return tacoAlgoFused;
 }
 
@@ -35,6 +36,15 @@ const char* algoUnavailable(int algo, const AlgoInputs& in) {
       return nullptr;
     default: return "not a tacoAlgo_t";
   }
+}
+
+const char* algoAutoExcluded(int algo, const AlgoInputs& in) {
+  if (const char* why = algoUnavailable(algo, in)) return why;
+  if ((algo == tacoAlgoOneShot || algo == tacoAlgoOneShotRaw) && in.peerLaunchesApart)
+    return "the one-shots are not chosen automatically where the ranks' peer kernels are separate launches "
+           "(cuda-ipc, nccl-symmetric): back to back, one can overwrite scratch a slower peer still reads "
+           "(docs/collectives.md, \"Known issue\")";
+  return nullptr;
 }
 
 }  // namespace taco

@@ -9,7 +9,8 @@ namespace taco {
 
 // Provisional thresholds (docs/tuning.md): below the communicator's fallbackBytes the call
 // is uncompressed (one-shot up to 256 KiB where peer memory exists, else the transport's);
-// above it, compressed one-shot up to 4 MiB (any size at P = 2), fused two-shot beyond.
+// above it, compressed one-shot up to 4 MiB (any size at P = 2), fused two-shot beyond. Where
+// the ranks' peer kernels are separate launches, no one-shot (algoAutoExcluded).
 constexpr size_t kOneShotRawMaxBytes = (size_t)256 << 10;
 constexpr size_t kOneShotMaxBytes = (size_t)4 << 20;
 
@@ -20,6 +21,9 @@ struct AlgoInputs {
   bool compressed = false;   // the communicator's codec compresses (not `none`)
   bool peerMemory = false;   // every peer's scratch is mapped (NVLink, IPC, loopback)
   bool peerCodec = false;    // the peer-memory kernels support the codec (block codecs)
+  // The ranks' peer kernels are separate launches (cuda-ipc, nccl-symmetric: other processes or
+  // GPUs), not one launch for every rank (loopback).
+  bool peerLaunchesApart = false;
   size_t fallbackBytes = 0;  // config: below this the staged path gives way to plain
 };
 
@@ -27,5 +31,11 @@ struct AlgoInputs {
 int selectAllReduceAlgo(const AlgoInputs& in);
 // Why `algo` cannot run with these inputs, or nullptr when it can.
 const char* algoUnavailable(int algo, const AlgoInputs& in);
+// Why the automatic choice (the model, the tuner, a tuned table) leaves `algo` out, or nullptr:
+// what algoUnavailable says, and the one-shots where the peer kernels are separate launches.
+// There a one-shot right after a one-shot (or after a one-chunk fused call, or a fused call right
+// after one) can overwrite the scratch half that a slower peer still reads (docs/collectives.md,
+// "Known issue"), so only an explicit config algo / TACO_ALGO runs them.
+const char* algoAutoExcluded(int algo, const AlgoInputs& in);
 
 }  // namespace taco

@@ -248,7 +248,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   bool peerFailed = false;
   for (int c = 0; c < kNumCandidates; ++c) {
     const int algo = candidateAlgo(c);
-    if (algo == tacoAlgoPlain || algo == tacoAlgoStaged || c == kCandFusedLarge || algoUnavailable(algo, in) != nullptr)
+    if (algo == tacoAlgoPlain || algo == tacoAlgoStaged || c == kCandFusedLarge || algoAutoExcluded(algo, in) != nullptr)
       continue;
     std::string why;
     for (size_t count : {smallCount, largeCount}) {
@@ -269,7 +269,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   }
   if (peerFailed)  // every peer-memory algorithm, checked or not: their epochs no longer agree
     for (int c = 0; c < kNumCandidates; ++c)
-      if (isPeerAlgo(candidateAlgo(c)) && algoUnavailable(candidateAlgo(c), in) == nullptr) demoted |= 1u << c;
+      if (isPeerAlgo(candidateAlgo(c)) && algoAutoExcluded(candidateAlgo(c), in) == nullptr) demoted |= 1u << c;
 
   // 2b. The fused two-shot with a scratch kLargeChunkFactor times larger: where the communicator's
   // own takes several launches a call, if the route gives every rank the larger one. Everything
@@ -277,7 +277,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   LargeScratch large(x);
   std::vector<bool> largeAt(buckets.size(), false);
   const size_t largeChunk = kLargeChunkFactor * x.c0->config.chunkBytes;
-  if (algoUnavailable(tacoAlgoFused, in) == nullptr && !(demoted >> kCandFused & 1u) &&
+  if (algoAutoExcluded(tacoAlgoFused, in) == nullptr && !(demoted >> kCandFused & 1u) &&
       peerScratchOf(x.c0) < peerScratchBytes(largeChunk, x.P, x.c0->codec)) {
     size_t last = 0;
     for (size_t b = 0; b < buckets.size(); ++b)
@@ -316,7 +316,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
     flat[buckets.size() * kNumCandidates + (size_t)c] = (demoted >> c & 1u) ? 1.0f : 0.0f;
   std::vector<int> timed;
   for (int c = 0; c < kNumCandidates; ++c)
-    if (c != kCandFusedLarge && !(demoted >> c & 1u) && algoUnavailable(candidateAlgo(c), in) == nullptr)
+    if (c != kCandFusedLarge && !(demoted >> c & 1u) && algoAutoExcluded(candidateAlgo(c), in) == nullptr)
       timed.push_back(c);
   for (size_t b = 0; b < buckets.size(); ++b) {
     const size_t count = buckets[b] / x.eb;
@@ -358,8 +358,7 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   if (large.ready()) {
     size_t faster = 0;
     for (size_t b = 0; b < table->bytes.size(); ++b)
-      faster += tunedCandidate(table->us[b], modelAllReduceAlgo(x.c0, table->bytes[b] / x.eb, x.dtype)) ==
-                kCandFusedLarge;
+      faster += tunedAutoCandidate(x.c0, table->us[b], table->bytes[b] / x.eb, x.dtype) == kCandFusedLarge;
     if (faster > 0) {
       const size_t before = peerScratchOf(x.c0);
       TACO_CHECK(large.swap());
@@ -375,11 +374,10 @@ std::string choicesText(const tacoComm* c, const TuneTable& t, tacoDataType_t dt
   std::string s;
   const size_t eb = dtypeBytes(dtype);
   for (size_t b = 0; b < t.bytes.size(); ++b) {
-    const int model = modelAllReduceAlgo(c, t.bytes[b] / eb, dtype);
     char one[64];
     const size_t kb = t.bytes[b] >> 10;
     snprintf(one, sizeof(one), "%s%zu%s %s", b ? ", " : "", kb >= 1024 ? kb >> 10 : kb, kb >= 1024 ? "M" : "K",
-             candidateName(tunedCandidate(t.us[b], model)));
+             candidateName(tunedAutoCandidate(c, t.us[b], t.bytes[b] / eb, dtype)));
     s += one;
   }
   return s;
@@ -401,7 +399,7 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
   x.op = op;
   const AlgoInputs in = algoInputs(x.c0, 1, dtype);
   int runnable = 0;
-  for (int c = 0; c < kNumCandidates; ++c) runnable += algoUnavailable(candidateAlgo(c), in) == nullptr;
+  for (int c = 0; c < kNumCandidates; ++c) runnable += algoAutoExcluded(candidateAlgo(c), in) == nullptr;
   if (x.P < 2 || runnable < 2) {
     TACO_INFO("tune: nothing to measure for %s (%d rank(s), %d algorithm(s) this communicator can run)",
               dtypeName(dtype), x.P, runnable);
@@ -430,7 +428,7 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
     std::string why;
     std::vector<int> choice;
     for (size_t b = 0; b < table.bytes.size(); ++b)
-      choice.push_back(tunedCandidate(table.us[b], modelAllReduceAlgo(x.c0, table.bytes[b] / x.eb, dtype)));
+      choice.push_back(tunedAutoCandidate(x.c0, table.us[b], table.bytes[b] / x.eb, dtype));
     if (!tuneCacheStore(path, table, notes, &why, &choice)) TACO_WARN("tune: the table was not written to the cache: %s", why.c_str());
     else TACO_INFO("tune: the table was written to %s", path.c_str());
   }
@@ -495,12 +493,11 @@ std::string tuneReport(const tacoComm* c, tacoDataType_t dtype) {
   if (t.table == nullptr) return "";
   const TuneTable& tb = *t.table;
   const size_t eb = dtypeBytes(dtype);
-  const AlgoInputs in0 = algoInputs(c, 1, dtype);
   std::string model = "[", choice = "[";
   for (size_t b = 0; b < tb.bytes.size(); ++b) {
     const int m = modelAllReduceAlgo(c, tb.bytes[b] / eb, dtype);
-    int ch = tunedCandidate(tb.us[b], m);
-    if (ch < 0 || algoUnavailable(candidateAlgo(ch), in0) != nullptr) ch = candidateOf(m);  // as allReduceAlgo does
+    int ch = tunedAutoCandidate(c, tb.us[b], tb.bytes[b] / eb, dtype);  // as allReduceAlgo takes it
+    if (ch < 0) ch = candidateOf(m);
     model += std::string(b ? ", " : "") + "\"" + algoName(m) + "\"";
     choice += std::string(b ? ", " : "") + "\"" + candidateName(ch) + "\"";
   }

@@ -153,8 +153,8 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
   for (int d = 0; d < tacoNumDataTypes; ++d) {
     const TuneTable* t = s->installed[d].table.get();
     for (size_t b = 0; t != nullptr && b < t->bytes.size(); ++b)
-      wantLarge |= tunedCandidate(t->us[b], modelAllReduceAlgo(c0, t->bytes[b] / dtypeBytes((tacoDataType_t)d),
-                                                                (tacoDataType_t)d)) == kCandFusedLarge;
+      wantLarge |= tunedAutoCandidate(c0, t->us[b], t->bytes[b] / dtypeBytes((tacoDataType_t)d), (tacoDataType_t)d) ==
+                   kCandFusedLarge;
   }
   const size_t largeChunk = kLargeChunkFactor * c0->config.chunkBytes;
   if (wantLarge && c0->peer != nullptr && peerScratchOf(c0) < peerScratchBytes(largeChunk, c0->nranks, c0->codec)) {

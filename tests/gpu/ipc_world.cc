@@ -17,9 +17,10 @@
 //   abort    the same, ended by tacoCommAbort from another thread while the kernel waits;
 //   tune     peer memory as it comes by default (TACO_PEER_MEMORY unset: it must be cuda-ipc), the
 //            AllReduce tuner (tacoCommTune) with one algorithm made wrong on rank 0 only
-//            (TACO_TUNE_FAULT=oneshot): every rank must demote it and hold the same table (hash and
-//            choices), rank 0 must have written the cache, and the AllReduce that follows, by the
-//            table's choice, must give every rank the same bits.
+//            (TACO_TUNE_FAULT=fused): every rank must demote it and hold the same table (hash and
+//            choices), rank 0 must have written the cache, the table must leave the one-shots out
+//            (the ranks' peer kernels are separate launches: algoAutoExcluded), and the AllReduce
+//            that follows, by the table's choice, must give every rank the same bits.
 // A child builds a real communicator with commCreate (coll/comm_init.cc, the path of the NCCL
 // init) on HubTransport: a test transport whose hostAllGather goes through the parent and
 // which moves no other bytes but the plain AllReduce's, staged through the parent (the tuner
@@ -858,7 +859,7 @@ std::string jsonField(const std::string& json, const char* name) {
 }
 
 // The tuner between processes (the tune world): tacoCommTune on a communicator whose peer memory
-// came by default; TACO_TUNE_FAULT=oneshot corrupts rank 0's check only, so every rank must learn
+// came by default; TACO_TUNE_FAULT=fused corrupts rank 0's check only, so every rank must learn
 // the demotion from the agreement. The note carries what every rank must hold alike (the table's
 // hash and choices, the algorithm of the AllReduce after it); the output, its bits.
 void runTune(size_t index, const Case& k) {
@@ -875,11 +876,14 @@ void runTune(size_t index, const Case& k) {
     childFail("%s: the table lacks its hash, choices or source: %s", what.c_str(), t.c_str());
   if (t.find("route=cuda-ipc;") == std::string::npos)
     childFail("%s: the table's key does not name the cuda-ipc route: %s", what.c_str(), jsonField(t, "key").c_str());
-  if (demoted.find("\"oneshot\"") == std::string::npos)
-    childFail("%s: one-shot was made wrong on rank 0 (TACO_TUNE_FAULT) but rank %d does not demote it: %s", what.c_str(),
-              g.rank, demoted.c_str());
-  if (choice.find("\"oneshot\"") != std::string::npos)
-    childFail("%s: the demoted one-shot is chosen: %s", what.c_str(), choice.c_str());
+  if (demoted.find("\"fused\"") == std::string::npos)
+    childFail("%s: the fused two-shot was made wrong on rank 0 (TACO_TUNE_FAULT) but rank %d does not demote it: %s",
+              what.c_str(), g.rank, demoted.c_str());
+  if (choice.find("\"fused\"") != std::string::npos)
+    childFail("%s: the demoted fused two-shot is chosen: %s", what.c_str(), choice.c_str());
+  // Between processes the one-shots are not chosen automatically (algoAutoExcluded): never timed.
+  if (choice.find("\"oneshot") != std::string::npos)
+    childFail("%s: a one-shot is chosen between processes: %s", what.c_str(), choice.c_str());
   if (g.rank == 0) {  // rank 0 wrote the cache: the table is in it
     FILE* f = fopen(tuneFile().c_str(), "rb");
     std::string text;
@@ -892,7 +896,7 @@ void runTune(size_t index, const Case& k) {
   }
   int algo = -1;
   r = tacoCommAllReduceAlgo(c, k.count, k.dtype, &algo);
-  if (r != tacoSuccess || algo == tacoAlgoOneShot)
+  if (r != tacoSuccess || algo == tacoAlgoFused || algo == tacoAlgoOneShot || algo == tacoAlgoOneShotRaw)
     childFail("%s: tacoCommAllReduceAlgo gave %s, algo %s", what.c_str(), tacoGetErrorString(r), taco::algoName(algo));
   const size_t bytes = k.count * dtypeSize(k.dtype);
   const std::vector<uint8_t>& in = inputFor(k);
@@ -920,7 +924,7 @@ void runTune(size_t index, const Case& k) {
     setenv("TACO_TUNE", "auto", 1);
     setenv("TACO_TUNE_FILE", tuneFile().c_str(), 1);
     setenv("TACO_TUNE_MAX_BYTES", "256K", 1);  // host-staged plain and staged paths: keep it short
-    setenv("TACO_TUNE_FAULT", "oneshot", 1);
+    setenv("TACO_TUNE_FAULT", "fused", 1);
   } else {
     setenv("TACO_PEER_MEMORY", "1", 1);
     unsetenv("TACO_TUNE_FAULT");

@@ -1,6 +1,7 @@
 // AllReduce algorithm selection (libtaco/coll/allreduce_select.cc): the table the
 // library applies, and why a forced algorithm cannot run. Pure functions, compiled in.
 #include <cstdio>
+#include <initializer_list>
 
 #include "../../libtaco/coll/allreduce_select.cc"
 #include "check.h"
@@ -9,8 +10,10 @@ using taco::AlgoInputs;
 
 namespace {
 
-AlgoInputs in(size_t bytes, int P, bool compressed, bool peer, bool peerCodec = true, size_t fallback = 1 << 20) {
+AlgoInputs in(size_t bytes, int P, bool compressed, bool peer, bool peerCodec = true, size_t fallback = 1 << 20,
+              bool apart = false) {
   AlgoInputs a;
+  a.peerLaunchesApart = peer && apart;
   a.bytes = bytes;
   a.nranks = P;
   a.dtype = tacoBfloat16;
@@ -50,13 +53,36 @@ int main() {
   // One rank: no peer algorithm even with peer memory.
   TEST_ASSERT_EQ_INT(selectAllReduceAlgo(in(8, 1, true, true)), tacoAlgoPlain);
   TEST_ASSERT_EQ_INT(selectAllReduceAlgo(in(64 * M, 1, true, true)), tacoAlgoStaged);
-  // Never auto, always a valid algorithm.
+  // Peer kernels in separate launches (cuda-ipc, nccl-symmetric): no one-shot is chosen; where
+  // the model would take one, the fused two-shot (compressed) or plain (uncompressed).
+  const auto apart = [](size_t bytes, int P, bool compressed, size_t fallback = 1 << 20) {
+    return in(bytes, P, compressed, true, true, fallback, true);
+  };
+  TEST_ASSERT_EQ_INT(selectAllReduceAlgo(apart(8, 4, true)), tacoAlgoPlain);
+  TEST_ASSERT_EQ_INT(selectAllReduceAlgo(apart(256 * K, 4, false)), tacoAlgoPlain);
+  TEST_ASSERT_EQ_INT(selectAllReduceAlgo(apart(2 * M, 4, true)), tacoAlgoFused);
+  TEST_ASSERT_EQ_INT(selectAllReduceAlgo(apart(1024 * M, 2, true)), tacoAlgoFused);
+  TEST_ASSERT_EQ_INT(selectAllReduceAlgo(apart(8, 2, true, 0)), tacoAlgoFused);
+  TEST_ASSERT_EQ_INT(selectAllReduceAlgo(apart(1024 * M, 8, true)), tacoAlgoFused);
+  // There the one-shots still run when forced, but the automatic choice leaves them out and
+  // says why; in one launch (loopback) it does not.
+  for (int algo : {tacoAlgoOneShot, tacoAlgoOneShotRaw}) {
+    TEST_ASSERT(taco::algoUnavailable(algo, apart(M, 4, true)) == nullptr);
+    TEST_ASSERT(taco::algoAutoExcluded(algo, apart(M, 4, true)) != nullptr);
+    TEST_ASSERT(taco::algoAutoExcluded(algo, in(M, 4, true, true)) == nullptr);
+  }
+  for (int algo : {tacoAlgoPlain, tacoAlgoStaged, tacoAlgoFused})
+    TEST_ASSERT(taco::algoAutoExcluded(algo, apart(M, 4, true)) == nullptr);
+  TEST_ASSERT(taco::algoAutoExcluded(tacoAlgoFused, in(M, 4, true, false)) != nullptr);  // and what cannot run
+  // Never auto, always a valid algorithm that the automatic choice may take.
   for (int P = 1; P <= 16; ++P)
     for (size_t b = 1; b < ((size_t)8 << 30); b *= 3)
-      for (int bits = 0; bits < 8; ++bits) {
-        const int a = selectAllReduceAlgo(in(b, P, bits & 1, bits & 2, bits & 4));
+      for (int bits = 0; bits < 16; ++bits) {
+        const AlgoInputs x = in(b, P, bits & 1, bits & 2, bits & 4, 1 << 20, bits & 8);
+        const int a = selectAllReduceAlgo(x);
         TEST_ASSERT(a > tacoAlgoAuto && a < tacoNumAlgos);
-        TEST_ASSERT(taco::algoUnavailable(a, in(b, P, bits & 1, bits & 2, bits & 4)) == nullptr);
+        TEST_ASSERT(taco::algoUnavailable(a, x) == nullptr);
+        TEST_ASSERT(taco::algoAutoExcluded(a, x) == nullptr);
       }
   // Forced algorithms that cannot run say why.
   TEST_ASSERT(taco::algoUnavailable(tacoAlgoFused, in(M, 4, true, false)) != nullptr);
