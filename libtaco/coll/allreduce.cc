@@ -33,12 +33,17 @@ int modelAllReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype) {
   return selectAllReduceAlgo(algoInputs(c, count, dtype));
 }
 
-int tunedAutoCandidate(const tacoComm* c, const TuneRow& r, size_t count, tacoDataType_t dtype) {
-  const AlgoInputs in = algoInputs(c, count, dtype);
+namespace {
+int tunedAutoCandidate(const TuneRow& r, const AlgoInputs& in) {
   TuneRow row = r;
   for (int k = 0; k < kNumCandidates; ++k)
     if (algoAutoExcluded(candidateAlgo(k), in) != nullptr) row[k] = kNoTime;
   return tunedCandidate(row, selectAllReduceAlgo(in));
+}
+}  // namespace
+
+int tunedAutoCandidate(const tacoComm* c, const TuneRow& r, size_t count, tacoDataType_t dtype) {
+  return tunedAutoCandidate(r, algoInputs(c, count, dtype));
 }
 
 tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo) {
@@ -50,8 +55,9 @@ tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype
     // memory may have been released since; an older table may hold a one-shot).
     if (const std::shared_ptr<const TuneTable> t = tuneTableOf(c, dtype)) {
       const int b = nearestBucket(*t, in.bytes);
-      const int cand = b >= 0 ? tunedAutoCandidate(c, t->us[(size_t)b], count, dtype) : -1;
-      if (cand >= 0 && algoAutoExcluded(candidateAlgo(cand), in) == nullptr) *algo = candidateAlgo(cand);
+      // Never an excluded candidate: those have no time, and the model's algorithm is never one.
+      const int cand = b >= 0 ? tunedAutoCandidate(t->us[(size_t)b], in) : -1;
+      if (cand >= 0) *algo = candidateAlgo(cand);
     }
     return tacoSuccess;
   }
