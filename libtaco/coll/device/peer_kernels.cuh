@@ -479,21 +479,26 @@ __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch 
   }
   __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
   const Who w = who(L);
-  if (w.rank != L.skipRank) {  // fault injection: a skipped rank never arrives
-    const RankEpoch e = rankEpoch(L, w.rank);
+  const bool runs = w.rank != L.skipRank;  // fault injection: a skipped rank never arrives
+  RankEpoch e{};
+  if (runs) {
+    e = rankEpoch(L, w.rank);
     if (PH == kFusedScatter) peer::markStart(L, w.rank);
     fusedPhase<T, FMT, ROT, PH, CLAIM>(sp, L, w, e);
-    if (PH == kFusedGather) {
-      // (the gather's tile counters go back to 0 with the epoch)
-      peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks),
-                      CLAIM ? claimLine(chunkOf(L, e).parity, kFusedGather, 0) : 0, CLAIM ? L.P - 1 : 0);
-      peer::mark(L, kTimelineEnd);
-    }
   }
   // Every phase waits for its predecessor before it ends (A only then lets B launch, once its
   // work is done), so that a phase's end implies the ends of those before it.
   peer::gridDependencyWait();
   if (PH == kFusedScatter) peer::launchDependents();
+  // The gather ends the chunk's epoch only now, once the reduce has ended: C does not wait for
+  // its own rank's B (only for the peers'), and a CTA of B may read the epoch word after it let
+  // C launch, so an earlier write could reach it first (tests/host/test_peer_protocol.cc found
+  // that schedule). The gather's tile counters go back to 0 with the epoch.
+  if (PH == kFusedGather && runs) {
+    peer::ctaFinish(e.mine, w.ctas, peerNextEpoch(e.epoch, L.chunk, L.nChunks),
+                    CLAIM ? claimLine(chunkOf(L, e).parity, kFusedGather, 0) : 0, CLAIM ? L.P - 1 : 0);
+    peer::mark(L, kTimelineEnd);
+  }
 }
 
 // The one-shot, both phases of the launch's chunk in one launch (small messages want one).
