@@ -423,12 +423,20 @@ int countFailing(Model m, const std::vector<std::vector<Call>>& seqs, int seeds,
 
 }  // namespace
 
-int main() {
+// Arguments (for a deeper run than ctest's): calls per sequence (3), schedules per sequence (60),
+// the largest P (3).
+int main(int argc, char** argv) {
+  const int length = argc > 1 ? std::atoi(argv[1]) : 3;
+  const int seeds = argc > 2 ? std::atoi(argv[2]) : 60;
+  const int maxP = argc > 3 ? std::atoi(argv[3]) : 3;
+  if (length < 1 || seeds < 1 || maxP < 2) {
+    std::fprintf(stderr, "usage: %s [calls >= 1] [schedules >= 1] [largest P >= 2]\n", argv[0]);
+    return 2;
+  }
   const std::vector<Call> menu = {{Algo::Fused, 1}, {Algo::Fused, 2}, {Algo::Fused, 3}, {Algo::OneShot, 1},
                                   {Algo::OneShot, 2}};
-  const auto seqs = sequences(menu, 3);
-  const int seeds = 60;
-  for (int P : {2, 3}) {
+  const auto seqs = sequences(menu, length);
+  for (int P = 2; P <= maxP; ++P) {
     for (int ctas : {1, 2}) {
       Model m;
       m.P = P;
