@@ -10,7 +10,11 @@
 // survive fork), each child on a socketpair; the parent is the hub of their host all-gather
 // and the judge of their results:
 //   main     every algorithm x codec x dtype x count, in and out of place, then one call
-//            captured in a CUDA graph and replayed 50 times on changing inputs;
+//            captured in a CUDA graph and replayed 50 times on changing inputs, then bursts:
+//            60 calls back to back on one stream, no synchronisation between them, each on its
+//            own input and output, a call of one chunk and one of three in turn (a rank that
+//            runs ahead starts its next call while a slower one still reads this one's scratch:
+//            what the double buffering by epoch must make safe, docs/design.md §5);
 //   timeout  rank P-1 skips its calls (TACO_FAULT_SKIP_RANK), TACO_WAIT_TIMEOUT_S=3: the other
 //            ranks' kernels give up, the error surfaces, the communicator is destroyed, new
 //            communicators work;
@@ -97,7 +101,7 @@ std::string format(const char* fmt, ...) {
 enum World { kWorldMain, kWorldTimeout, kWorldAbort, kWorldTune, kNumWorlds };
 const char* const kWorldNames[kNumWorlds] = {"main", "timeout", "abort", "tune"};
 
-enum CaseKind { kCall, kGraph, kTimeout, kAbort, kTune };
+enum CaseKind { kCall, kGraph, kBurst, kTimeout, kAbort, kTune };
 
 struct Case {
   CaseKind kind;
@@ -109,6 +113,7 @@ struct Case {
   size_t count;
   bool inplace;
   uint32_t variant;  // which input (kCall)
+  size_t count2 = 0;  // kBurst: the calls alternate count and count2 elements
 };
 
 constexpr size_t kChunkBytes = 16 << 20;      // the large count takes several launches (epochs) per call
@@ -116,6 +121,7 @@ constexpr size_t kSmallChunkBytes = 1 << 20;  // graph and fault cases: many lau
 constexpr size_t kLargeCount = (size_t(1) << 24) + 5;
 constexpr int kGraphVariants = 3;  // the graph replays inputs 1..3 in turn
 constexpr int kGraphReplays = 50;
+constexpr int kBurstCalls = 60;  // a burst's call i runs input 1 + i % 3, of count (i even) or count2 (odd)
 constexpr size_t kFullBytes = 1 << 20;  // outputs up to this size travel whole (element-exact reports)
 constexpr size_t kDigestBlock = 64 << 10;
 
@@ -135,6 +141,9 @@ std::string describe(const Case& k, int P) {
              (k.variant != 0 ? format(" input %u", k.variant) : std::string()) +
              (k.world != kWorldMain ? format(" (new communicator, %s world)", kWorldNames[k.world]) : std::string());
     case kGraph: return format("P=%d graph of %s, %d replays", P, what.c_str() + what.find(' ') + 1, kGraphReplays);
+    case kBurst:
+      return format("P=%d burst of %d calls back to back, %s and count=%zu in turn", P, kBurstCalls,
+                    what.c_str() + what.find(' ') + 1, k.count2);
     case kTimeout: return format("P=%d timeout: rank %d skips, %s", P, P - 1, what.c_str() + what.find(' ') + 1);
     case kAbort: return format("P=%d abort: rank %d skips, %s", P, P - 1, what.c_str() + what.find(' ') + 1);
     case kTune:
@@ -143,6 +152,35 @@ std::string describe(const Case& k, int P) {
   }
   return what;
 }
+
+// A count of `dtype` whose plan takes `nChunks` launches on P ranks with k's algorithm, codec and
+// chunk size (peerPlan, as the library cuts the call), the smallest in steps of P blocks.
+size_t countOfChunks(const Case& k, int P, size_t nChunks) {
+  tacoCodec_t codec{};
+  if (tacoCodecFind(k.codec, &codec) != tacoSuccess) {
+    fprintf(stderr, "ipc_world: unknown codec %s\n", k.codec);
+    exit(2);
+  }
+  const size_t scratch = taco::peerScratchBytes(k.chunkBytes, P, codec);
+  const size_t step = (size_t)P * 256;
+  size_t n = step;
+  while (taco::peerPlan(k.algo, codec, n, k.dtype, P, scratch).nChunks < nChunks) n *= 2;
+  size_t lo = n / 2, hi = n;  // the smallest multiple of `step` in (lo, hi] with nChunks
+  while (hi - lo > step) {
+    const size_t mid = (lo + hi) / 2 / step * step;
+    if (taco::peerPlan(k.algo, codec, mid, k.dtype, P, scratch).nChunks >= nChunks) hi = mid;
+    else lo = mid;
+  }
+  const size_t count = hi + 5;  // not a whole number of blocks
+  if (taco::peerPlan(k.algo, codec, count, k.dtype, P, scratch).nChunks != nChunks) {
+    fprintf(stderr, "ipc_world: no count of %zu chunks for %s\n", nChunks, taco::algoName(k.algo));
+    exit(2);
+  }
+  return count;
+}
+
+// The algorithms run in bursts between processes.
+constexpr int kBurstAlgos[] = {tacoAlgoFused};
 
 std::vector<Case> buildCases(int P) {
   std::vector<Case> cs;
@@ -169,6 +207,16 @@ std::vector<Case> buildCases(int P) {
   for (uint32_t v = 1; v <= kGraphVariants; ++v)
     cs.push_back({kCall, kWorldMain, tacoAlgoFused, "taco", kSmallChunkBytes, tacoBfloat16, graphCount, false, v});
   cs.push_back({kGraph, kWorldMain, tacoAlgoFused, "taco", kSmallChunkBytes, tacoBfloat16, graphCount, false, 0});
+  // Bursts: eager calls on inputs 1..3 of both counts (the references), then the burst.
+  for (int algo : kBurstAlgos) {
+    Case b{kBurst, kWorldMain, algo, "fp8-block", kSmallChunkBytes, tacoBfloat16, 0, false, 0};
+    b.count = countOfChunks(b, P, 1);
+    b.count2 = countOfChunks(b, P, 3);
+    for (size_t n : {b.count, b.count2})
+      for (uint32_t v = 1; v <= kGraphVariants; ++v)
+        cs.push_back({kCall, kWorldMain, algo, b.codec, b.chunkBytes, b.dtype, n, false, v});
+    cs.push_back(b);
+  }
   // A rank that never arrives; then new communicators of the same processes work.
   for (World w : {kWorldTimeout, kWorldAbort}) {
     cs.push_back({w == kWorldTimeout ? kTimeout : kAbort, w, tacoAlgoFused, "taco", kSmallChunkBytes, tacoBfloat16,
@@ -350,7 +398,7 @@ struct ChildState {
   void* dB = nullptr;  // recvbuff out of place
   std::map<ConfigKey, tacoComm*> comms;
   std::map<std::tuple<int, size_t, uint32_t>, std::vector<uint8_t>> inputs;
-  std::map<uint32_t, std::vector<uint8_t>> graphEager;  // outputs of the graph's eager calls, by input
+  std::map<std::string, std::vector<uint8_t>> eager;  // outputs of the calls on inputs >= 1 (eagerKey)
 };
 ChildState g;
 
@@ -561,6 +609,22 @@ void releaseComms() {
   g.comms.clear();
 }
 
+// Which eager call's output a graph replay or a burst call must reproduce: the configuration,
+// dtype, count and input.
+std::string eagerKey(const Case& k) {
+  return format("%d %s %zu %d %zu %u", k.algo, k.codec, k.chunkBytes, (int)k.dtype, k.count, k.variant);
+}
+
+// A burst's call i: its count and input (kBurstCalls).
+Case burstCall(const Case& k, int i) {
+  Case c = k;
+  c.kind = kCall;
+  c.count = (i % 2 == 1 && k.count2 != 0) ? k.count2 : k.count;
+  c.count2 = 0;
+  c.variant = 1 + (uint32_t)(i % kGraphVariants);
+  return c;
+}
+
 const std::vector<uint8_t>& inputFor(const Case& k) {
   auto key = std::make_tuple((int)k.dtype, k.count, k.variant);
   auto it = g.inputs.find(key);
@@ -669,9 +733,7 @@ void runCall(size_t index, const Case& k) {
       childFail("%s: sendbuff changed: %s", what.c_str(),
                 firstDifference(after.data(), in.data(), bytes, k.dtype).c_str());
   }
-  if (k.variant >= 1 && k.variant <= (uint32_t)kGraphVariants && k.chunkBytes == kSmallChunkBytes &&
-      k.world == kWorldMain)
-    g.graphEager[k.variant] = out;
+  if (k.variant >= 1 && k.variant <= (uint32_t)kGraphVariants && k.world == kWorldMain) g.eager[eagerKey(k)] = out;
   sendResult(index, out.data(), bytes, {}, "");
 }
 
@@ -686,7 +748,7 @@ void runGraph(size_t index, const Case& k) {
     Case in = k;
     in.variant = (uint32_t)v;
     memcpy(pinned[v - 1], inputFor(in).data(), bytes);
-    if (g.graphEager.count((uint32_t)v) == 0) childFail("graph: the eager output of input %d is missing", v);
+    if (g.eager.count(eagerKey(in)) == 0) childFail("graph: the eager output of input %d is missing", v);
   }
   uint8_t* out = pinned[kGraphVariants];
   cudaGraph_t graph = nullptr;
@@ -707,7 +769,9 @@ void runGraph(size_t index, const Case& k) {
     CUDA_OR_FAIL(cudaGraphLaunch(exec, g.stream));
     CUDA_OR_FAIL(cudaMemcpyAsync(out, g.dB, bytes, cudaMemcpyDeviceToHost, g.stream));
     CUDA_OR_FAIL(cudaStreamSynchronize(g.stream));
-    const std::vector<uint8_t>& want = g.graphEager[(uint32_t)v];
+    Case in = k;
+    in.variant = (uint32_t)v;
+    const std::vector<uint8_t>& want = g.eager[eagerKey(in)];
     if (memcmp(out, want.data(), bytes) != 0)
       childFail("graph replay %d (input %d): %s", i, v, firstDifference(out, want.data(), bytes, k.dtype).c_str());
     digests.push_back(digest(out, bytes));
@@ -723,13 +787,71 @@ void runGraph(size_t index, const Case& k) {
   if (r2 != tacoSuccess) childFail("graph: the eager call after the replays: %s", tacoGetLastError(c));
   CUDA_OR_FAIL(cudaMemcpyAsync(out, g.dB, bytes, cudaMemcpyDeviceToHost, g.stream));
   CUDA_OR_FAIL(cudaStreamSynchronize(g.stream));
-  if (memcmp(out, g.graphEager[1].data(), bytes) != 0)
+  Case first = k;
+  first.variant = 1;
+  const std::vector<uint8_t>& want1 = g.eager[eagerKey(first)];
+  if (memcmp(out, want1.data(), bytes) != 0)
     childFail("graph: the eager call after the replays: %s",
-              firstDifference(out, g.graphEager[1].data(), bytes, k.dtype).c_str());
+              firstDifference(out, want1.data(), bytes, k.dtype).c_str());
   CUDA_OR_FAIL(cudaGraphExecDestroy(exec));
   CUDA_OR_FAIL(cudaGraphDestroy(graph));
   for (uint8_t* p : pinned) CUDA_OR_FAIL(cudaFreeHost(p));
   sendResult(index, nullptr, bytes, digests, "");
+}
+
+// kBurstCalls calls enqueued back to back, each reading its own input and writing its own output,
+// with no synchronisation until the last: the ranks drift apart (several processes on one GPU
+// time-slice), and a rank's next call must not touch scratch a slower rank still reads. Every
+// call must give its eager call's bits.
+void runBurst(size_t index, const Case& k) {
+  tacoComm* c = commFor(k);
+  std::map<std::string, void*> inputs;  // by eagerKey: inputs 1..3 of both counts, on the device
+  std::vector<void*> outputs(kBurstCalls, nullptr);
+  size_t epochs = 0;
+  for (int i = 0; i < kBurstCalls; ++i) {
+    const Case call = burstCall(k, i);
+    const size_t bytes = call.count * dtypeSize(call.dtype);
+    void*& in = inputs[eagerKey(call)];
+    if (in == nullptr) {
+      CUDA_OR_FAIL(cudaMalloc(&in, bytes));
+      CUDA_OR_FAIL(cudaMemcpyAsync(in, inputFor(call).data(), bytes, cudaMemcpyHostToDevice, g.stream));
+      if (g.eager.count(eagerKey(call)) == 0)
+        childFail("burst: the eager output of count %zu, input %u is missing", call.count, call.variant);
+    }
+    CUDA_OR_FAIL(cudaMalloc(&outputs[i], bytes));
+    CUDA_OR_FAIL(cudaMemsetAsync(outputs[i], 0xa5, bytes, g.stream));  // an element never written cannot pass
+    epochs += epochsOf(c, call);
+  }
+  CUDA_OR_FAIL(cudaStreamSynchronize(g.stream));  // (the copies are on the calls' stream: see runCall)
+  barrier();  // every rank's buffers are ready: the calls start together, then drift
+  const uint32_t e0 = epochOf(c);
+  for (int i = 0; i < kBurstCalls; ++i) {
+    const Case call = burstCall(k, i);
+    const tacoResult_t r = tacoAllReduce(inputs[eagerKey(call)], outputs[i], call.count, call.dtype, tacoSum, c,
+                                         g.stream);
+    if (r != tacoSuccess) childFail("burst call %d: tacoAllReduce returned %s: %s", i, tacoGetErrorString(r),
+                                    tacoGetLastError(c));
+  }
+  CUDA_OR_FAIL(cudaStreamSynchronize(g.stream));
+  checkHealthy(c, "burst");
+  const uint32_t advanced = epochOf(c) - e0;
+  if (advanced != epochs)
+    childFail("burst: %d calls advanced the epoch by %u, expected %zu", kBurstCalls, advanced, epochs);
+  std::vector<uint64_t> digests;
+  for (int i = 0; i < kBurstCalls; ++i) {
+    const Case call = burstCall(k, i);
+    const size_t bytes = call.count * dtypeSize(call.dtype);
+    std::vector<uint8_t> out(bytes);
+    CUDA_OR_FAIL(cudaMemcpy(out.data(), outputs[i], bytes, cudaMemcpyDeviceToHost));
+    const std::vector<uint8_t>& want = g.eager[eagerKey(call)];
+    if (out != want)
+      childFail("burst call %d (count %zu, input %u): %s", i, call.count, call.variant,
+                firstDifference(out.data(), want.data(), bytes, call.dtype).c_str());
+    digests.push_back(digest(out.data(), bytes));
+    CUDA_OR_FAIL(cudaFree(outputs[i]));
+  }
+  for (auto& kv : inputs) CUDA_OR_FAIL(cudaFree(kv.second));
+  sendResult(index, nullptr, 0, digests, "");
 }
 
 // A communicator whose rank `skip` never arrives (TACO_FAULT_SKIP_RANK is read at creation).
@@ -946,6 +1068,7 @@ void runTune(size_t index, const Case& k) {
     switch (cases[i].kind) {
       case kCall: runCall(i, cases[i]); break;
       case kGraph: runGraph(i, cases[i]); break;
+      case kBurst: runBurst(i, cases[i]); break;
       case kTimeout: runTimeout(i, cases[i]); break;
       case kAbort: runAbort(i, cases[i]); break;
       case kTune: runTune(i, cases[i]); break;
@@ -1242,7 +1365,8 @@ void judge(int P, const std::vector<Case>& cases, size_t index, const std::vecto
   for (size_t r = 0; r < msgs.size() && problem.empty(); ++r)
     if (!parseResult(msgs[r], &res[r]) || res[r].head.caseIndex != index)
       problem = format("rank %zu sent a malformed result", r);
-  // The expected digest per block (kCall) or per replay (kGraph: replay i ran on input 1 + i % 3).
+  // The expected digest per block (kCall), per replay (kGraph: replay i ran on input 1 + i % 3) or
+  // per call (kBurst: burstCall).
   std::vector<uint64_t> want;
   const uint8_t* wantFull = nullptr;
   if (problem.empty() && k.kind == kCall) {
@@ -1261,8 +1385,19 @@ void judge(int P, const std::vector<Case>& cases, size_t index, const std::vecto
       else want.push_back(expected[eager].overall);
     }
   }
+  if (problem.empty() && k.kind == kBurst) {
+    for (int i = 0; i < kBurstCalls && problem.empty(); ++i) {
+      const Case call = burstCall(k, i);
+      size_t eager = cases.size();
+      for (size_t j = 0; j < cases.size(); ++j)
+        if (cases[j].kind == kCall && cases[j].world == k.world && eagerKey(cases[j]) == eagerKey(call)) eager = j;
+      if (eager == cases.size()) problem = format("no eager case for count %zu, input %u", call.count, call.variant);
+      else want.push_back(expected[eager].overall);
+    }
+  }
   std::string wrong;  // ranks whose bits differ from the loopback world's
-  for (size_t r = 0; r < res.size() && problem.empty() && (k.kind == kCall || k.kind == kGraph); ++r) {
+  const bool bits = k.kind == kCall || k.kind == kGraph || k.kind == kBurst;
+  for (size_t r = 0; r < res.size() && problem.empty() && bits; ++r) {
     const Parsed& got = res[r];
     bool same = got.head.nDigests == want.size() && memcmp(got.digests, want.data(), want.size() * 8) == 0;
     if (k.kind == kCall) same = same && got.head.overall == expected[index].overall;
@@ -1272,6 +1407,10 @@ void judge(int P, const std::vector<Case>& cases, size_t index, const std::vecto
         int i = 0;
         while (i < kGraphReplays && i < (int)got.head.nDigests && got.digests[i] == want[(size_t)i]) ++i;
         wrong = format("rank %zu: replay %d (input %d) differs from the loopback world", r, i, 1 + i % kGraphVariants);
+      } else if (k.kind == kBurst) {
+        int i = 0;
+        while (i < kBurstCalls && i < (int)got.head.nDigests && got.digests[i] == want[(size_t)i]) ++i;
+        wrong = format("rank %zu: burst call %d differs from the loopback world", r, i);
       } else {
         wrong = format("rank %zu differs from the loopback world: %s", r,
                        outputDifference(got, want, wantFull, k.dtype).c_str());

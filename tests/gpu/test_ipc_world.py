@@ -1,8 +1,9 @@
 """The peer-memory AllReduce across processes through CUDA IPC, every process on one GPU:
 tests/gpu/ipc_world.cc forks P ranks, runs the fused, one-shot and raw one-shot kernels on the
 cuda-ipc route (every codec of the peer kernels, bf16 / fp32 / fp16, counts from 1 to 2^24 + 5,
-in and out of place), a CUDA graph replayed 50 times, and a rank that never arrives (timeout,
-abort), and checks every rank's output bit for bit against a loopback world's. Its tune world runs
+in and out of place), a CUDA graph replayed 50 times, bursts of 60 calls back to back with no
+synchronisation between them (calls of one chunk and of three in turn), and a rank that never
+arrives (timeout, abort), and checks every rank's output bit for bit against a loopback world's. Its tune world runs
 the AllReduce tuner (tacoCommTune) with peer memory as it comes by default (it must be cuda-ipc)
 and one algorithm made wrong on rank 0 only: every rank must demote it and hold the same table.
 
