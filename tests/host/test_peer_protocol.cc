@@ -1,12 +1,14 @@
 // A model of the peer-memory AllReduce's synchronisation, run under many random schedules:
 // the kernels of coll/device/peer_kernels.cuh reduced to the steps that order them (the epoch
 // word, the flags, the arrival and finish counters, programmatic dependent launch, the kernel
-// boundaries) and to the scratch slots they write and read, with the epoch arithmetic of
+// boundaries), to the scratch slots they write and read and the tile counters the fused phases
+// claim from (as if every fused phase claimed: TACO_PEER_CLAIM_MIN_RANKS), with the arithmetic of
 // coll/peer_launch.h itself. Each schedule runs a sequence of calls (fused two-shot and
 // one-shot, one to three chunks each) on P ranks, either as one world on one GPU (a loopback
 // launch drives every rank) or as a process per rank (a stream each), and checks what
 // docs/design.md §5 argues: no slot is written while a rank still reads it, every read sees the
-// bytes its writer stored in the same epoch, and nothing deadlocks.
+// bytes its writer stored in the same epoch, no phase claims tiles from counters that an earlier
+// phase has not reset (nor resets them under another), and nothing deadlocks.
 //
 // The model is written by hand from the kernels: a change to their order of steps belongs here
 // too. It runs one CTA per rank or two (the counters then decide who writes the flags and the
@@ -68,6 +70,9 @@ struct Op {
   bool skipSelf;    // kArrive, kWaitFlags: not the rank's own flag
   int counter;      // kArrive's counter line (CounterLine; -1: by the epoch's parity)
   std::vector<SlotRef> slots;
+  int claim = -1;   // the four slot steps: the fused phase (FusedPhase) whose tile counters the CTA
+                    // claims from at this point (-1: none)
+  int reset = -1;   // kArrive, kFinish: the fused phase whose tile counters the rank's last CTA resets
   Op(OpKind k, int ph = 0, bool skip = false, int line = 0, std::vector<SlotRef> s = {})
       : kind(k), phase(ph), skipSelf(skip), counter(line), slots(std::move(s)) {}
 };
@@ -115,6 +120,9 @@ struct Rank {
   std::vector<std::vector<uint32_t>> flags;  // [phase][src], in this rank's scratch
   uint32_t counters[kCounterLines] = {};
   std::vector<Slot> slots;              // [parity * P + slot]
+  // The fused two-shot's tile counters (coll/peer_plan.h, claimLine), [parity][phase]: the epoch of
+  // the phase that claims from them, -1 once its last CTA has reset them.
+  int64_t claimOwner[2][3] = {{-1, -1, -1}, {-1, -1, -1}};
 };
 
 struct Model {
@@ -126,6 +134,14 @@ struct Model {
 
   Slot& slot(int owner, uint32_t epoch, int s) { return ranks[owner].slots[(epoch & 1) * P + s]; }
 
+  // A fused phase's arrival (skipping the rank's own flag) on counter `line`, resetting the
+  // phase's tile counters.
+  static Op arrive(int phase, int line, int claims) {
+    Op a{kArrive, phase, true, line};
+    a.reset = claims;
+    return a;
+  }
+
   // The steps of one rank's CTA for chunk c of a call, as coll/device/peer_kernels.cuh orders them.
   std::vector<Op> fusedScatter(int r, int c) const {
     std::vector<Op> ops;
@@ -134,9 +150,12 @@ struct Model {
     Op w{kBeginWrite};
     for (int j = 0; j < P; ++j)
       if (j != r) w.slots.push_back({j, r, r});
+    w.claim = 0;
     ops.push_back(w);
-    ops.push_back({kEndWrite, 0, false, 0, w.slots});
-    ops.push_back({kArrive, 0, true, -1});  // the line by the epoch's parity
+    Op we{kEndWrite, 0, false, 0, w.slots};
+    we.claim = 0;
+    ops.push_back(we);
+    ops.push_back(arrive(0, -1, 0));  // the line by the epoch's parity
     ops.push_back({kGridDepWait});
     ops.push_back({kLaunchDeps});
     return ops;
@@ -149,13 +168,16 @@ struct Model {
     Op rd{kBeginRead};
     for (int j = 0; j < P; ++j)
       if (j != r) rd.slots.push_back({r, j, j});
+    rd.claim = 1;
     ops.push_back(rd);
     Op w{kBeginWrite};
     w.slots.push_back({r, r, r});
     ops.push_back(w);
     ops.push_back({kEndWrite, 0, false, 0, w.slots});
-    ops.push_back({kEndRead, 0, false, 0, rd.slots});
-    ops.push_back({kArrive, 1, true, kArrive1});
+    Op re{kEndRead, 0, false, 0, rd.slots};
+    re.claim = 1;
+    ops.push_back(re);
+    ops.push_back(arrive(1, kArrive1, 1));
     ops.push_back({kGridDepWait});
     return ops;
   }
@@ -167,10 +189,15 @@ struct Model {
     Op rd{kBeginRead};
     for (int j = 0; j < P; ++j)
       if (j != r) rd.slots.push_back({j, j, j});
+    rd.claim = 2;
     ops.push_back(rd);
-    ops.push_back({kEndRead, 0, false, 0, rd.slots});
+    Op re{kEndRead, 0, false, 0, rd.slots};
+    re.claim = 2;
+    ops.push_back(re);
+    Op finish{kFinish};
+    finish.reset = 2;
     ops.push_back({kGridDepWait});
-    ops.push_back({kFinish});
+    ops.push_back(finish);
     return ops;
   }
   std::vector<Op> oneShot(int r) const {
@@ -242,6 +269,14 @@ struct Model {
     failure = buf;
   }
 
+  // The rank's last CTA of a fused phase resets the phase's tile counters (phase -1: none).
+  void resetClaims(const Cta& cta, int phase) {
+    if (phase < 0) return;
+    int64_t& owner = ranks[cta.rank].claimOwner[cta.epoch & 1][phase];
+    if (owner != (int64_t)cta.epoch) fail(cta, "resets tile counters that another phase claims from");
+    owner = -1;
+  }
+
   // Whether the CTA's next step can run now (a wait whose condition does not hold cannot).
   bool ready(const std::vector<Kernel>& stream, size_t k, const Cta& cta) const {
     const Op& op = cta.ops[cta.pc];
@@ -259,6 +294,11 @@ struct Model {
   void step(Cta& cta) {
     const Op& op = cta.ops[cta.pc];
     Rank& me = ranks[cta.rank];
+    if (op.claim >= 0) {
+      int64_t& owner = me.claimOwner[cta.epoch & 1][op.claim];
+      if (owner == -1) owner = cta.epoch;
+      else if (owner != (int64_t)cta.epoch) fail(cta, "claims tiles from counters an earlier phase has not reset");
+    }
     switch (op.kind) {
       case kGridDepWait:
       case kWaitFlags: break;
@@ -296,6 +336,7 @@ struct Model {
         const int line = op.counter >= 0 ? op.counter : (cta.epoch & 1) ? kArrive0Odd : kArrive0;
         if (++me.counters[line] != (uint32_t)ctasPerRank) break;
         me.counters[line] = 0;
+        resetClaims(cta, op.reset);
         for (int j = 0; j < P; ++j)
           if (!(op.skipSelf && j == cta.rank)) ranks[j].flags[op.phase][cta.rank] = cta.epoch + 1;
         break;
@@ -303,6 +344,7 @@ struct Model {
       case kFinish:
         if (++me.counters[kFinishLine] != (uint32_t)ctasPerRank) break;
         me.counters[kFinishLine] = 0;
+        resetClaims(cta, op.reset);
         me.word = peerNextEpoch(cta.epoch, cta.chunk, cta.nChunks);
         break;
     }
