@@ -1373,28 +1373,24 @@ void judge(int P, const std::vector<Case>& cases, size_t index, const std::vecto
     want = expected[index].digests;
     if (!expected[index].full.empty()) wantFull = expected[index].full.data();
   }
+  // The loopback world's digest of the eager call whose bits `call` (a replay, a burst call) must give.
+  auto wantEager = [&](const Case& call) {
+    for (size_t j = 0; j < cases.size(); ++j)
+      if (cases[j].kind == kCall && cases[j].world == k.world && eagerKey(cases[j]) == eagerKey(call)) {
+        want.push_back(expected[j].overall);
+        return;
+      }
+    problem = format("no eager case for count %zu, input %u", call.count, call.variant);
+  };
   if (problem.empty() && k.kind == kGraph) {
     for (int i = 0; i < kGraphReplays && problem.empty(); ++i) {
-      const uint32_t v = 1 + (uint32_t)(i % kGraphVariants);
-      size_t eager = cases.size();
-      for (size_t j = 0; j < cases.size(); ++j)
-        if (cases[j].kind == kCall && cases[j].world == k.world && configKey(cases[j]) == configKey(k) &&
-            cases[j].count == k.count && cases[j].dtype == k.dtype && cases[j].variant == v)
-          eager = j;
-      if (eager == cases.size()) problem = format("no eager case for input %u", v);
-      else want.push_back(expected[eager].overall);
+      Case replay = k;
+      replay.variant = 1 + (uint32_t)(i % kGraphVariants);
+      wantEager(replay);
     }
   }
-  if (problem.empty() && k.kind == kBurst) {
-    for (int i = 0; i < kBurstCalls && problem.empty(); ++i) {
-      const Case call = burstCall(k, i);
-      size_t eager = cases.size();
-      for (size_t j = 0; j < cases.size(); ++j)
-        if (cases[j].kind == kCall && cases[j].world == k.world && eagerKey(cases[j]) == eagerKey(call)) eager = j;
-      if (eager == cases.size()) problem = format("no eager case for count %zu, input %u", call.count, call.variant);
-      else want.push_back(expected[eager].overall);
-    }
-  }
+  if (problem.empty() && k.kind == kBurst)
+    for (int i = 0; i < kBurstCalls && problem.empty(); ++i) wantEager(burstCall(k, i));
   std::string wrong;  // ranks whose bits differ from the loopback world's
   const bool bits = k.kind == kCall || k.kind == kGraph || k.kind == kBurst;
   for (size_t r = 0; r < res.size() && problem.empty() && bits; ++r) {
