@@ -255,9 +255,11 @@ tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config);
  * pipeline's slots plus, where peer memory exists, this rank's scratch and flags. */
 tacoResult_t tacoCommWorkspaceBytes(tacoComm_t comm, size_t* bytes);
 /* An error that happened asynchronously on the device since creation: a peer-memory
- * kernel that gave up waiting (TACO_WAIT_TIMEOUT_S) or saw tacoCommAbort. tacoSuccess
- * when none; tacoRemoteError once a wait failed (the communicator must then be
- * destroyed: its ranks no longer agree on where they are). Never blocks. */
+ * kernel that gave up waiting (TACO_WAIT_TIMEOUT_S) or saw tacoCommAbort, or a peer-memory
+ * call whose kernels were launched in part. tacoSuccess when none; tacoRemoteError once a
+ * wait failed, tacoUnhandledCudaError after a call launched in part (either way the
+ * communicator must then be destroyed: its ranks no longer agree on where they are).
+ * Never blocks. */
 tacoResult_t tacoCommGetAsyncError(tacoComm_t comm, tacoResult_t* asyncError);
 /* The AllReduce algorithm the communicator would pick for `count` elements of `datatype`
  * (tacoAlgo_t, never tacoAlgoAuto): the selection function, without running anything. */

@@ -5,6 +5,7 @@
 #include "coll/allreduce_peer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -29,6 +30,9 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op) {
   if (pm == nullptr) return tacoSuccess;
   if (*pm->abortHost != 0)
     return setError(tacoInvalidUsage, "%s: the communicator was aborted (tacoCommAbort); destroy it", op);
+  if (!c->peerBroken.empty())
+    return setError(c->asyncError, "%s: an earlier call's peer kernels were launched in part (%s); the ranks no "
+                    "longer agree on their epochs: destroy the communicator", op, c->peerBroken.c_str());
   if (commAsyncError(c) != tacoSuccess)
     return setError(tacoRemoteError,
                     "%s: an earlier collective gave up waiting for a peer (%s); the ranks no longer agree "
@@ -72,6 +76,25 @@ size_t threadsWanted(const PeerPlan& p, const dev::PieceWire& largest, tacoDataT
     return (largest.nBlocks + groupsPerWarp - 1) / groupsPerWarp * 32;
   }
   return (largest.count * dtypeBytes(dtype) + 15) / 16;
+}
+
+// A call whose kernels were enqueued in part: they run, advance the epoch word past chunks the
+// call did not finish, and leave peers (of other processes) waiting for kernels that never come.
+// So the ranks' epochs no longer agree, as after a timeout: every later peer call is refused,
+// and the error is the communicator's asynchronous error. A call that enqueued nothing leaves
+// this rank consistent; peers that did launch time out (TACO_WAIT_TIMEOUT_S).
+void peerMarkBroken(const std::vector<tacoComm*>& comms, const std::string& why) {
+  for (tacoComm* c : comms) {
+    if (!c->peerBroken.empty()) continue;
+    c->peerBroken = why;
+    if (c->asyncError == tacoSuccess) c->asyncError = tacoUnhandledCudaError;
+  }
+}
+
+std::string chunkFailure(int algo, int chunk, int nChunks, cudaError_t e) {
+  char buf[160];
+  snprintf(buf, sizeof(buf), "%s, chunk %d of %d: '%s'", algoName(algo), chunk, nChunks, cudaGetErrorString(e));
+  return buf;
 }
 
 }  // namespace
@@ -130,13 +153,21 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   }
   // A launch per chunk (coll/device/peer_kernels.cuh says why not one loop over them).
   const size_t threads = threadsWanted(plan, peerPieceWire(plan.codec, largest, s0.dtype), s0.dtype);
+  int enqueued = 0;  // kernels of this call in the stream
   for (int ch = 0; ch < (int)plan.nChunks; ++ch) {
     L.chunk = ch;
-    const cudaError_t e = launchPeerAllReduce(L, threads, s0.dtype, st);
+    const long refuse = c0->faultPeerLaunch - c0->peerLaunches;  // TACO_FAULT_PEER_LAUNCH
+    int launched = 0;
+    const cudaError_t e = launchPeerAllReduce(L, threads, s0.dtype, st, refuse >= 0 && refuse < kFusedPhases ? (int)refuse : -1,
+                                              &launched);
+    c0->peerLaunches += launched + (e != cudaSuccess ? 1 : 0);  // the launches tried
+    enqueued += launched;
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel: '%s'", algoName(s0.algo),
-                      cudaGetErrorString(e));
+      if (enqueued > 0) peerMarkBroken(comms, chunkFailure(s0.algo, ch, (int)plan.nChunks, e));
+      return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel of chunk %d of %zu: '%s'%s",
+                      algoName(s0.algo), ch, plan.nChunks, cudaGetErrorString(e),
+                      enqueued > 0 ? "; the call ran in part: destroy the communicator" : "");
     }
     TACO_CHECK(peerTimelineAfterLaunch(c0, st));
   }
@@ -204,9 +235,14 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
   }
   const int skip = faultSkipRank();
   if (skip >= 0) TACO_WARN("TACO_FAULT_SKIP_RANK=%d: rank %d's peer kernels will skip every call (testing)", skip, skip);
+  const int faultLaunch = faultPeerLaunch();
+  if (faultLaunch >= 0)
+    TACO_WARN("TACO_FAULT_PEER_LAUNCH=%d: the communicator's peer-kernel launch %d will fail (testing)", faultLaunch,
+              faultLaunch);
   for (int i = 0; i < n; ++i) {
     if (pms[i] == nullptr) continue;
     pms[i]->faultSkipRank = skip;
+    comms[i]->faultPeerLaunch = faultLaunch;
     comms[i]->peer = pms[i];
     comms[i]->workspaceBytes += bytes;
     TACO_CUDA_CHECK(cudaEventCreateWithFlags(&comms[i]->peerEvent, cudaEventDisableTiming));

@@ -157,7 +157,9 @@ void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
   L.proto = makeArgs(codec, 0, dtype);
 }
 
-cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream) {
+cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataType_t dtype, cudaStream_t stream,
+                                int refuse, int* launched) {
+  *launched = 0;
   const CodecDesc* d = codecById(L.proto.k.id);
   const bool rot = rotated256Codec(L.proto);  // the rotated256 layout may apply
   const int fmt = d != nullptr ? d->format : -1;
@@ -182,8 +184,10 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   for (int phase = 0; phase < launches; ++phase) {
     const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase, claim);
     if (kernel == nullptr) return cudaErrorInvalidValue;
+    if (phase == refuse) return cudaErrorLaunchOutOfResources;  // TACO_FAULT_PEER_LAUNCH
     const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, early, stream);
     if (e != cudaSuccess) return e;
+    ++*launched;
   }
   return cudaSuccess;
 }

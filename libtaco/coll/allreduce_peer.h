@@ -44,7 +44,10 @@ bool peerCommLaunchesEarly(const tacoComm* c, int nLocal);
 bool peerClaimsTiles(const dev::Args& proto, int algo, int P, tacoDataType_t dtype);
 
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype);
+// Launches chunk L.chunk's kernels (the fused two-shot: one per phase) and counts into
+// *launched those it enqueued before any failure. `refuse` (testing, TACO_FAULT_PEER_LAUNCH):
+// the index of the kernel that fails as one the driver refuses, -1 for none.
 cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t threadsWanted, tacoDataType_t dtype,
-                                cudaStream_t stream);
+                                cudaStream_t stream, int refuse, int* launched);
 
 }  // namespace taco

@@ -57,6 +57,14 @@ struct tacoComm {
 
   // First asynchronous failure seen on the device (tacoCommGetAsyncError).
   tacoResult_t asyncError = tacoSuccess;
+  // Why the peer kernels' epochs no longer agree without a kernel having given up: a call
+  // whose launches failed after some of its kernels were enqueued ("" when none).
+  std::string peerBroken;
+  // Peer-kernel launches tried so far (TACO_FAULT_PEER_LAUNCH counts them; a loopback world's
+  // on its first rank), and the one that fails (-1: none), read when the communicator's peer
+  // memory is created.
+  long peerLaunches = 0;
+  long faultPeerLaunch = -1;
 
   int pendingOps = 0;  // collectives queued in an open group
   std::string lastError;  // last failure of an operation on this communicator

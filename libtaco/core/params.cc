@@ -164,6 +164,10 @@ const EnvParam kParams[] = {
      "testing only: this rank's peer kernels skip every call, so its peers time out (read when a communicator "
      "is created)",
      "a rank", [](const char* v, EnvParams*) { return *v == '\0' || parseRank(v) >= 0; }},
+    {"TACO_FAULT_PEER_LAUNCH", "",
+     "testing only: the peer-kernel launch with this index (0: the first, counted per communicator) fails "
+     "as one the driver refuses (read when a communicator is created)",
+     "a launch index", [](const char* v, EnvParams*) { return *v == '\0' || parseRank(v) >= 0; }},
 };
 constexpr int kNumParams = (int)(sizeof(kParams) / sizeof(kParams[0]));
 
@@ -198,6 +202,11 @@ const char* debugParam() {
 
 int faultSkipRank() {
   const char* v = getenv("TACO_FAULT_SKIP_RANK");  // read at each creation, not cached: a testing knob
+  return (v == nullptr || *v == '\0') ? -1 : parseRank(v);
+}
+
+int faultPeerLaunch() {
+  const char* v = getenv("TACO_FAULT_PEER_LAUNCH");  // read at each creation, not cached: a testing knob
   return (v == nullptr || *v == '\0') ? -1 : parseRank(v);
 }
 

@@ -49,6 +49,11 @@ enum PeerMemoryMode {
 // A testing knob for the failure paths; -1 when unset.
 int faultSkipRank();
 
+// TACO_FAULT_PEER_LAUNCH, read when peer memory is created (not cached): the index of the
+// communicator's peer-kernel launch that fails as if the driver refused it (0: the first), so
+// that a call launched in part can be tested; -1 when unset.
+int faultPeerLaunch();
+
 // TACO_TUNE_FAULT, read at each tuning (not cached): the tacoAlgo_t whose output the tuner's
 // check sees corrupted on the lowest rank it drives, so that the demotion can be tested; -1
 // when unset.

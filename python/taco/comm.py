@@ -285,9 +285,10 @@ class Communicator:
 
     def async_error(self):
         """The first error that happened asynchronously on the device since creation (a
-        peer-memory kernel that gave up waiting, TACO_WAIT_TIMEOUT_S, or saw an abort), as
+        peer-memory kernel that gave up waiting, TACO_WAIT_TIMEOUT_S, or saw an abort: a
+        RemoteError; a peer-memory call whose kernels were launched in part: a CudaError), as
         the TacoError subclass instance; None when there is none. Never blocks
-        (tacoCommGetAsyncError). After a RemoteError the communicator must be closed."""
+        (tacoCommGetAsyncError). After either the communicator must be closed."""
         f, lib = _lib.ffi(), _lib.lib()
         rc = f.new("tacoResult_t*")
         h = self._handle()

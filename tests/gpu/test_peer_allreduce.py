@@ -238,6 +238,48 @@ def test_fused_early_launch_same_bits(tmp_path):
 
 
 
+def test_launch_refused_in_part(taco, torch, monkeypatch):
+    """TACO_FAULT_PEER_LAUNCH: a peer-kernel launch the driver refuses. The first kernel of a call
+    refused: nothing of the call ran, the call fails, and the next one gives the model's bits. A
+    kernel refused after others of the call were enqueued (chunk 1's reduce of a fused call of
+    several chunks): the call fails saying it ran in part, the communicator reports it as its
+    asynchronous error and refuses every later peer call, and a new world works."""
+    from taco import reference as ref
+
+    P, count = 2, 3 * (1 << 20) + 5
+    parts = parts_for(P, count, np.dtype(np.float32), seed=5)
+    want = ref.allreduce(parts, "fp8-block", algo="twoshot")
+    for refused, in_part in ((0, False), (4, True)):  # 4: after chunk 0's three phases and chunk 1's scatter
+        monkeypatch.setenv("TACO_FAULT_PEER_LAUNCH", str(refused))
+        comms = world(taco, P, "fp8-block", algo="fused", chunk_bytes=1 << 22)
+        monkeypatch.delenv("TACO_FAULT_PEER_LAUNCH")
+        try:
+            xs = [to_dev(torch, p) for p in parts]
+            with pytest.raises(taco.TacoError) as err:
+                run_group(taco, torch, comms, "allreduce", xs, False)
+            torch.cuda.synchronize()  # what was enqueued runs to its end
+            assert ("ran in part" in str(err.value)) == in_part, err.value
+            if not in_part:
+                assert all(c.async_error() is None for c in comms)
+                outs = run_group(taco, torch, comms, "allreduce", xs, False)
+                for r in range(P):
+                    assert_same(to_host(torch, outs[r]), want, f"rank {r}")
+                continue
+            for c in comms:
+                assert isinstance(c.async_error(), taco.CudaError), c.async_error()
+            with pytest.raises(taco.TacoError, match="launched in part"):
+                run_group(taco, torch, comms, "allreduce", xs, False)
+        finally:
+            close_all(comms)
+    comms = world(taco, P, "fp8-block", algo="fused", chunk_bytes=1 << 22)
+    try:
+        outs = run_group(taco, torch, comms, "allreduce", [to_dev(torch, p) for p in parts], False)
+        for r in range(P):
+            assert_same(to_host(torch, outs[r]), want, f"rank {r}")
+    finally:
+        close_all(comms)
+
+
 # Every codec the claimed order applies to, and one it does not (int4-block), at P where the
 # default keeps the static order; the fused two-shot against the staged one, bit for bit.
 _CLAIM_SCRIPT = textwrap.dedent("""
