@@ -156,10 +156,11 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   int enqueued = 0;  // kernels of this call in the stream
   for (int ch = 0; ch < (int)plan.nChunks; ++ch) {
     L.chunk = ch;
-    const long refuse = c0->faultPeerLaunch - c0->peerLaunches;  // TACO_FAULT_PEER_LAUNCH
+    // TACO_FAULT_PEER_LAUNCH: this chunk's launches before the refused one, or -1
+    const long ahead = c0->faultPeerLaunch - c0->peerLaunches;
+    const int refuse = ahead >= 0 && ahead <= INT32_MAX ? (int)ahead : -1;
     int launched = 0;
-    const cudaError_t e = launchPeerAllReduce(L, threads, s0.dtype, st, refuse >= 0 && refuse < kFusedPhases ? (int)refuse : -1,
-                                              &launched);
+    const cudaError_t e = launchPeerAllReduce(L, threads, s0.dtype, st, refuse, &launched);
     c0->peerLaunches += launched + (e != cudaSuccess ? 1 : 0);  // the launches tried
     enqueued += launched;
     if (e != cudaSuccess) {

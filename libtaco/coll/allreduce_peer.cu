@@ -184,7 +184,7 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   for (int phase = 0; phase < launches; ++phase) {
     const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase, claim);
     if (kernel == nullptr) return cudaErrorInvalidValue;
-    if (phase == refuse) return cudaErrorLaunchOutOfResources;  // TACO_FAULT_PEER_LAUNCH
+    if (*launched == refuse) return cudaErrorLaunchOutOfResources;  // TACO_FAULT_PEER_LAUNCH
     const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, early, stream);
     if (e != cudaSuccess) return e;
     ++*launched;
