@@ -95,7 +95,7 @@ echo "build: $(( $(date +%s) - t0 )) s"
 export TACO_LIBRARY="$(cd "$BUILD_DIR" && pwd)/libtaco.so"
 { nvidia-smi -L 2>&1 || echo "no nvidia-smi"; } | tee "$OUT/gpus.txt"
 [ "$GROUPS_MODE" -eq 1 ] ||
-  "$PY" -m taco bench codec --iters 10 --dtype bf16,fp32 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+  "$PY" -m taco_bench codec --iters 10 --dtype bf16,fp32 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
 (cd "$BUILD_DIR" && ctest --output-on-failure) > "$OUT/ctest.txt" 2>&1
 ctest_rc=$?
 tail -3 "$OUT/ctest.txt"

@@ -138,6 +138,6 @@ step "building ${TACO_BUILD_TARGET:-everything} (-j$JOBS)" \
 
 # The Python package finds the library through TACO_LIBRARY first (the header sits in
 # $BUILD_DIR/include/taco.h, next to it), and its sources from python/; the benchmark
-# harness (taco_bench: python -m taco bench|accuracy|train) comes from bench/python/.
+# harness from bench/python/ (not installed: python -m taco_bench codec|coll|accuracy|train).
 export TACO_LIBRARY="$BUILD_DIR/libtaco.so"
 export PYTHONPATH="$ROOT/python:$ROOT/bench/python${PYTHONPATH:+:$PYTHONPATH}"
