@@ -158,8 +158,9 @@ typedef struct {
   size_t chunkBytes;        /* pipeline chunk, uncompressed bytes; TACO_CHUNK_BYTES */
   size_t fallbackBytes;     /* messages smaller than this use plain NCCL; TACO_FALLBACK_BYTES */
   int pipelineDepth;        /* chunks in flight, 1..16 (1: no overlap); TACO_PIPELINE_DEPTH */
-  int checkConsistency;     /* 1: ranks compare library version, codec, block size, chunk, fallback
-                               and depth at creation; TACO_CHECK_CONSISTENCY */
+  int checkConsistency;     /* 1: ranks compare library version, codec, block size, chunk, fallback,
+                               depth, algo, TACO_PEER_MEMORY and TACO_TUNE at creation;
+                               TACO_CHECK_CONSISTENCY */
   int algo;                 /* tacoAlgo_t for AllReduce; TACO_ALGO (default tacoAlgoAuto) */
 } tacoConfig_t;
 

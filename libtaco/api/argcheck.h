@@ -42,9 +42,10 @@ tacoResult_t checkOverlap(const char* op, const char* outArg, const void* out, s
                           const void* in, size_t inBytes, const char* inPlace = nullptr,
                           ptrdiff_t inPlaceOffset = 0);
 
-// The arguments every collective shares: a live communicator, a datatype, and
-// (count > 0) send and receive buffers on the communicator's device.
+// The arguments every collective shares: a live communicator, a datatype, a count (named
+// countArg) whose largest buffer, count elements from each of the nranks ranks, has a byte size
+// that fits a ptrdiff_t, and (count > 0) send and receive buffers on the communicator's device.
 tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const void* recvbuff, size_t count,
-                           tacoDataType_t datatype, const char* op);
+                           const char* countArg, tacoDataType_t datatype, const char* op);
 
 }  // namespace taco

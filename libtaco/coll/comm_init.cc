@@ -30,24 +30,34 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
                       "%s: config argument is not initialised (bad size or magic; start from "
                       "TACO_CONFIG_INITIALIZER)",
                       op);
+    // A version code is MAJOR*10000 + MINOR*100 + PATCH: 0 or beyond 99.99.99 is not one.
+    if (user->version == 0 || user->version > 999999)
+      return setError(tacoInvalidArgument,
+                      "%s: config version %u is not a TACO_VERSION_CODE (start from TACO_CONFIG_INITIALIZER)", op,
+                      user->version);
     memcpy(&cfg, user, user->size < sizeof(cfg) ? user->size : sizeof(cfg));
     cfg.size = sizeof(cfg);
   }
+  // Each field from the config where set, else from its TACO_* variable: an error names the one
+  // the value came from.
   const EnvParams& env = envParams();
+  const char* codecFrom = cfg.codec != nullptr ? "config codec" : "TACO_CODEC";
   c->codecSpec = cfg.codec != nullptr ? cfg.codec : env.codec;
-  if (cfg.chunkBytes == TACO_CONFIG_UNDEF_SIZE) cfg.chunkBytes = env.chunkBytes;
+  const char* chunkFrom = "config chunkBytes";
+  if (cfg.chunkBytes == TACO_CONFIG_UNDEF_SIZE) cfg.chunkBytes = env.chunkBytes, chunkFrom = "TACO_CHUNK_BYTES";
   if (cfg.fallbackBytes == TACO_CONFIG_UNDEF_SIZE) cfg.fallbackBytes = env.fallbackBytes;
-  if (cfg.pipelineDepth == TACO_CONFIG_UNDEF_INT) cfg.pipelineDepth = env.pipelineDepth;
+  const char* depthFrom = "config pipelineDepth";
+  if (cfg.pipelineDepth == TACO_CONFIG_UNDEF_INT) cfg.pipelineDepth = env.pipelineDepth, depthFrom = "TACO_PIPELINE_DEPTH";
   if (cfg.checkConsistency == TACO_CONFIG_UNDEF_INT) cfg.checkConsistency = env.checkConsistency;
   if (cfg.algo == TACO_CONFIG_UNDEF_INT) cfg.algo = env.algo;
   if (cfg.algo < 0 || cfg.algo >= tacoNumAlgos)
     return setError(tacoInvalidArgument, "%s: config algo %d is not a tacoAlgo_t (0..%d)", op, cfg.algo,
                     tacoNumAlgos - 1);
-  TACO_CHECK(codecParse(c->codecSpec.c_str(), &c->codec, op, "config codec"));
-  if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s: config chunkBytes must be > 0", op);
+  TACO_CHECK(codecParse(c->codecSpec.c_str(), &c->codec, op, codecFrom));
+  if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s: %s must be > 0", op, chunkFrom);
   if (cfg.pipelineDepth < 1 || cfg.pipelineDepth > kMaxDepth)
-    return setError(tacoInvalidArgument, "%s: config pipelineDepth %d is outside [1, %d] (2 or more overlap)",
-                    op, cfg.pipelineDepth, kMaxDepth);
+    return setError(tacoInvalidArgument, "%s: %s %d is outside [1, %d] (2 or more overlap)", op, depthFrom,
+                    cfg.pipelineDepth, kMaxDepth);
   cfg.checkConsistency = cfg.checkConsistency ? 1 : 0;
   cfg.codec = c->codecSpec.c_str();
   c->config = cfg;

@@ -1,6 +1,7 @@
 #include "core/params.h"
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,33 +12,44 @@
 namespace taco {
 namespace {
 
-// Parses "123", "64M", "1G" ...; returns false on malformed input.
+// Parses "123", "64M", "1G" ...: digits only (no sign or space, which strtoull would skip),
+// and a value below 2^63 bytes (no wrap-around, and never SIZE_MAX, the config's "unset");
+// returns false on anything else.
 bool parseSize(const char* s, size_t* out) {
+  if (s[0] < '0' || s[0] > '9') return false;
   errno = 0;
   char* end = nullptr;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s || errno != 0 || s[0] == '-') return false;
+  const unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return false;
   unsigned long long mul = 1;
   if (*end == 'K' || *end == 'k') mul = 1ull << 10, ++end;
   else if (*end == 'M' || *end == 'm') mul = 1ull << 20, ++end;
   else if (*end == 'G' || *end == 'g') mul = 1ull << 30, ++end;
-  if (*end != '\0') return false;
+  if (*end != '\0' || v >= (1ull << 63) / mul) return false;
   *out = (size_t)(v * mul);
   return true;
 }
 
+// An int in decimal, optionally negative: no space, no '+', nothing outside int's range
+// (4294967296 must not wrap to 0).
 bool parseInt(const char* s, int* out) {
+  const char* digits = s[0] == '-' ? s + 1 : s;
+  if (digits[0] < '0' || digits[0] > '9') return false;
+  errno = 0;
   char* end = nullptr;
-  const long x = strtol(s, &end, 10);
-  if (end == s || *end != '\0') return false;
+  const long long x = strtoll(s, &end, 10);
+  if (*end != '\0' || errno != 0 || x < INT_MIN || x > INT_MAX) return false;
   *out = (int)x;
   return true;
 }
 
-bool parsePositiveSeconds(const char* s, double* out) {
+// Seconds a wait may last: finite, from a millisecond (a waiter checks about once a
+// millisecond) to 10^9 s, so that the nanoseconds fit the kernel's 64-bit clock arithmetic.
+bool parseWaitSeconds(const char* s, double* out) {
+  if ((s[0] < '0' || s[0] > '9') && s[0] != '.') return false;
   char* end = nullptr;
   const double x = strtod(s, &end);
-  if (end == s || *end != '\0' || !(x > 0)) return false;
+  if (*end != '\0' || !(x >= 1e-3 && x <= 1e9)) return false;
   *out = x;
   return true;
 }
@@ -115,8 +127,8 @@ const EnvParam kParams[] = {
     {"TACO_ALGO", "auto", "AllReduce algorithm: auto, plain, staged, fused, oneshot or oneshot-raw",
      "an algorithm", [](const char* v, EnvParams* p) { return parseAlgo(v, &p->algo); }},
     {"TACO_WAIT_TIMEOUT_S", "60", "seconds a peer-memory kernel waits for a peer before it gives up",
-     "a positive number of seconds",
-     [](const char* v, EnvParams* p) { return parsePositiveSeconds(v, &p->waitTimeoutS); }},
+     "a number of seconds from 0.001 to 1e9",
+     [](const char* v, EnvParams* p) { return parseWaitSeconds(v, &p->waitTimeoutS); }},
     {"TACO_PEER_MEMORY", "1",
      "peer memory for the fused and one-shot AllReduce: 1 on (loopback worlds, and NCCL ranks on one host: NCCL "
      "symmetric memory, else CUDA IPC, each verified by a real write), 0 off, loopback (loopback worlds only), "

@@ -134,6 +134,21 @@ void testOverlap(tacoComm* comm) {
   EXPECT_INVALID(tacoAllGather(base + n * eb + 4, base, n, tacoFloat32, comm, nullptr), comm,
                  "(sendbuff == recvbuff + rank*sendcount)");
   EXPECT_INVALID(tacoAllGather(base, base, n, tacoFloat32, comm, nullptr), comm, "tacoAllGather: recvbuff");
+  // Counts whose byte sizes would wrap are refused, naming the count, before any byte arithmetic:
+  // 2^62 + 1 fp32 elements on 4 ranks would wrap to 16 bytes, and the overlap check would pass.
+  const size_t huge = ((size_t)1 << 62) + 1;
+  EXPECT_INVALID(tacoAllGather(base, base + 4096, huge, tacoFloat32, comm, nullptr), comm,
+                 "tacoAllGather: sendcount argument 4611686018427387905 is too large");
+  EXPECT_INVALID(tacoReduceScatter(base, base + 4096, huge, tacoFloat32, tacoSum, comm, nullptr), comm,
+                 "tacoReduceScatter: recvcount argument");
+  EXPECT_INVALID(tacoAlltoAll(base, base + 4096, huge, tacoBfloat16, comm, nullptr), comm,
+                 "tacoAlltoAll: count argument");
+  EXPECT_INVALID(tacoAllReduce(base, base + 4096, SIZE_MAX, tacoBfloat16, tacoSum, comm, nullptr), comm,
+                 "tacoAllReduce: count argument");
+  // The largest count that fits (PTRDIFF_MAX bytes over 4 ranks of 2 bytes) passes this check and
+  // fails the next one (the buffers overlap), not this one.
+  EXPECT_INVALID(tacoAllGather(base, base, (size_t)PTRDIFF_MAX / 8, tacoBfloat16, comm, nullptr), comm,
+                 "overlaps");
   comm->nranks = 1;
   comm->rank = 0;
 }

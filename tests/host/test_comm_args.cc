@@ -9,6 +9,8 @@
 int main() {
   // Before the first library call: the environment is read once.
   setenv("TACO_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  setenv("TACO_CODEC", "env-codec", 1);       // parses (any text), refused at creation
+  setenv("TACO_PIPELINE_DEPTH", "0", 1);      // parses, refused at creation
   tacoComm_t comms[4];
   tacoConfig_t cfg = TACO_CONFIG_INITIALIZER;
 
@@ -38,6 +40,20 @@ int main() {
   bad.magic = 0;
   TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
   TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "config");
+  const tacoConfig_t fresh = TACO_CONFIG_INITIALIZER;
+  bad = fresh;
+  bad.version = 0;
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "config version 0 is not a TACO_VERSION_CODE");
+  bad.version = 0xdeadbeefu;
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  // A value the config leaves unset comes from the environment, and the error names the variable.
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, NULL), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "TACO_CODEC argument 'env-codec'");
+  bad = fresh;
+  bad.codec = "taco";
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "TACO_PIPELINE_DEPTH 0 is outside [1, 16]");
   TEST_ASSERT_EQ_INT(tacoCommInitRank(comms, 2, tacoUniqueId(), 2, NULL), tacoInvalidArgument);
   TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "rank 2");
   TEST_ASSERT_EQ_INT(tacoCommInitRank(NULL, 2, tacoUniqueId(), 0, NULL), tacoInvalidArgument);

@@ -158,6 +158,39 @@ int main() {
   }
   TEST_ASSERT_EQ_INT(p.peerEarlyLaunch, 1);
 
+  // Numbers never wrap, and nothing but digits (and a suffix) is a size: a value that would wrap
+  // is malformed (the default then), not a different value.
+  if (const taco::EnvParam* row = rowOf(table, n, "TACO_FALLBACK_BYTES")) {
+    taco::EnvParams q{};
+    TEST_ASSERT(row->parse("0", &q) && q.fallbackBytes == 0);
+    TEST_ASSERT(row->parse("3G", &q) && q.fallbackBytes == ((size_t)3 << 30));
+    TEST_ASSERT(row->parse("8589934591G", &q) && q.fallbackBytes == ((size_t)8589934591 << 30));
+    for (const char* bad : {"8589934592G", "17179869184G", "99999999999G", "18446744073709551615",
+                            "99999999999999999999", " -1", "-1", "+5", " 5", "5 ", "1.5M", "", "M"})
+      TEST_ASSERT_MSG(!row->parse(bad, &q), "TACO_FALLBACK_BYTES='%s' parsed", bad);
+  }
+  if (const taco::EnvParam* row = rowOf(table, n, "TACO_PIPELINE_DEPTH")) {
+    taco::EnvParams q{};
+    TEST_ASSERT(row->parse("2", &q) && q.pipelineDepth == 2);
+    TEST_ASSERT(row->parse("-3", &q) && q.pipelineDepth == -3);  // parsed; creation refuses it, naming it
+    for (const char* bad : {"4294967298", "2147483648", "-2147483649", "99999999999999999999", " 2", "+2", "2x", "-"})
+      TEST_ASSERT_MSG(!row->parse(bad, &q), "TACO_PIPELINE_DEPTH='%s' parsed", bad);
+  }
+  if (const taco::EnvParam* row = rowOf(table, n, "TACO_CHECK_POINTERS")) {
+    taco::EnvParams q{};
+    q.checkPointers = 1;
+    TEST_ASSERT_MSG(!row->parse("4294967296", &q) && q.checkPointers == 1, "wrapped to %d", q.checkPointers);
+  }
+  // TACO_WAIT_TIMEOUT_S: finite, 1 ms to 1e9 s (its nanoseconds fit 64 bits).
+  if (const taco::EnvParam* row = rowOf(table, n, "TACO_WAIT_TIMEOUT_S")) {
+    taco::EnvParams q{};
+    TEST_ASSERT(row->parse("2", &q) && q.waitTimeoutS == 2.0);
+    TEST_ASSERT(row->parse("0.5", &q) && q.waitTimeoutS == 0.5);
+    TEST_ASSERT(row->parse("1e9", &q) && q.waitTimeoutS == 1e9);
+    for (const char* bad : {"0", "-1", "inf", "nan", "1e-12", "1e11", "1e400", " 2", "2s", ""})
+      TEST_ASSERT_MSG(!row->parse(bad, &q), "TACO_WAIT_TIMEOUT_S='%s' parsed", bad);
+  }
+
   // Algorithm names round-trip, and TACO_ALGO takes exactly the names the library gives
   // (tacoAlgoName, from libtaco.so): no other spelling.
   for (int a = 0; a < tacoNumAlgos; ++a) TEST_ASSERT_EQ_INT(taco::algoFromName(taco::algoName(a)), a);
