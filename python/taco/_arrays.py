@@ -271,10 +271,13 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
         b = Buf(x, x.__array_interface__["data"][0], x.nbytes, x.size, _kind_from_numpy(x.dtype),
                 None, fw, readonly=not x.flags.writeable, ndim=x.ndim)
     elif fw == "torch":
+        where = x.device.type
+        if where not in ("cpu", "cuda"):  # meta has no memory; mps, xpu, ... are not host memory
+            raise _invalid(f"{name}: tensor is on device {x.device}; libtaco takes CPU and CUDA tensors")
         if not x.is_contiguous():
             raise _invalid(f"{name}: tensor is not contiguous (use .contiguous())")
-        dev = x.device.index if x.is_cuda else None
-        if x.is_cuda and dev is None:
+        dev = x.device.index if where == "cuda" else None
+        if where == "cuda" and dev is None:
             import torch
 
             dev = torch.cuda.current_device()
@@ -448,6 +451,42 @@ def check_data(b: Buf, name: str, dtype: Any = None) -> str:
 def check_writable(b: Buf, name: str) -> None:
     if b.readonly:
         raise _invalid(f"{name}: array is read-only")
+    if b.framework == "torch":
+        check_grad_write(b.obj, name)
+
+
+def check_grad_write(t: Any, name: str) -> None:
+    """Refuse to write into torch tensor `t` in place where torch would: a leaf that requires grad,
+    with grad mode on (the write goes through its pointer, which autograd cannot see)."""
+    if t.requires_grad and t.is_leaf:
+        import torch
+
+        if torch.is_grad_enabled():
+            raise _invalid(f"{name}: is a leaf tensor that requires grad; it cannot be written in place "
+                           f"(use torch.no_grad(), or pass a tensor that does not require grad)")
+
+
+def mark_written(b: Buf | None) -> None:
+    """Tell autograd that torch tensor b was written in place (see bump_version)."""
+    if b is not None and b.framework == "torch":
+        bump_version(b.obj)
+
+
+def bump_version(t: Any) -> None:
+    """Increment torch tensor t's version counter, as torch's own in-place operations do, so that a
+    backward that saved t refuses to use what libtaco wrote into it through its pointer."""
+    if not t.is_inference():  # an inference tensor has no version counter
+        _increment_version()(t)
+
+
+@functools.lru_cache(maxsize=None)
+def _increment_version():
+    import torch
+
+    inc = getattr(torch.autograd.graph, "increment_version", None)  # torch >= 2.1
+    if inc is None:
+        inc = getattr(torch._C, "_increment_version", None)  # older torch: one tensor
+    return inc if inc is not None else (lambda t: None)
 
 
 def check_same_place(bufs: list[tuple[str, Buf]]) -> bool:

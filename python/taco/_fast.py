@@ -143,6 +143,10 @@ class _Torch:
         raw = getattr(C, "_cuda_getCurrentRawStream", None)
         self.raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
         self.empty_like = torch.empty_like
+        self.grad_enabled = torch.is_grad_enabled
+        from ._arrays import bump_version
+
+        self.bump_version = bump_version
 
 
 class _Cupy:
@@ -203,9 +207,9 @@ def _sizes(comm, kind: int, n: int):
 
 def _torch_call(comm, kind, x, out, dtype, stream):
     h = comm._h
-    dev = x.get_device()
-    if h is None or dev < 0 or not x.is_contiguous():
+    if h is None or not x.is_cuda or not x.is_contiguous():
         return SLOW
+    dev = x.get_device()
     T = _T or _torch_env()
     xdt = x.dtype
     dt = T.dt.get(xdt)
@@ -221,10 +225,13 @@ def _torch_call(comm, kind, x, out, dtype, stream):
         if stream is not None:
             return SLOW  # allocating on another stream: the general path orders the allocator
         out = T.empty_like(x) if kind in (ALLREDUCE, ALLTOALL) else x.new_empty(_out_shape(kind, x.shape, n, P))
-    elif out is not x:
-        if (out.numel() != on or out.dtype is not xdt or out.get_device() != dev or not out.is_contiguous()
-                or _handler(type(out)) is not _torch_call):
+    else:
+        if ((out is not x or kind == ALLGATHER or kind == REDUCE_SCATTER)  # x as out has the size only where x's is
+                and (out.numel() != on or out.dtype is not xdt or not out.is_cuda or out.get_device() != dev
+                     or not out.is_contiguous() or _handler(type(out)) is not _torch_call)):
             return SLOW
+        if out.requires_grad and out.is_leaf and T.grad_enabled():
+            return SLOW  # the general path refuses it, naming out
     if stream is None:
         s = T.raw_stream(dev)
     else:
@@ -241,7 +248,10 @@ def _torch_call(comm, kind, x, out, dtype, stream):
         from .errors import check
 
         check(rc, h)
-    if fresh or out is x or kind == REDUCE_SCATTER:
+    if fresh:
+        return out
+    T.bump_version(out)  # written through its pointer: autograd must see the in-place write
+    if out is x or kind == REDUCE_SCATTER:
         return out
     return _result(kind, out, x.shape, P)
 
@@ -274,7 +284,7 @@ def _cupy_call(comm, kind, x, out, dtype, stream):
         if stream is not None:
             return SLOW  # allocating on another stream: the general path orders the allocator
         out = C.empty(_out_shape(kind, x.shape, n, P), dtype=xdt if dtype is None else C.out_dtype[dt])
-    elif out is not x:
+    elif out is not x or kind == ALLGATHER or kind == REDUCE_SCATTER:  # x as out has the size only where x's is
         if (out.size != on or not out._c_contiguous or out.data.device_id != dev
                 or not (out.dtype == xdt if dtype is None else C.holds(out.dtype, dt))
                 or _handler(type(out)) is not _cupy_call):

@@ -43,6 +43,7 @@ from __future__ import annotations
 import torch
 
 from . import _fast, comm as _comm
+from ._arrays import bump_version, check_grad_write
 
 LIB = torch.library.Library("taco", "DEF")
 
@@ -85,7 +86,7 @@ def _check_blocks(t: torch.Tensor, group_size: int, op: str) -> None:
         raise ValueError(f"taco::{op}: group_size {group_size} is not a number of ranks")
     if t.dim() < 1:
         raise ValueError(f"taco::{op}: input is 0-dimensional; dim 0 is split or concatenated across ranks")
-    if op != "all_gather" and t.shape[0] % group_size:
+    if not op.startswith("all_gather") and t.shape[0] % group_size:
         raise ValueError(f"taco::{op}: input's dim 0 ({t.shape[0]}) is not divisible by group_size "
                          f"({group_size})")
 
@@ -151,6 +152,7 @@ def _all_reduce(input, reduce_op, comm):
 def _all_reduce_(input, reduce_op, comm):
     avg = _reduce_op(reduce_op, "all_reduce_")
     c = _communicator(comm, "all_reduce_")
+    _check_grad_write(input, "all_reduce_", "input")
     if input.is_contiguous():
         c.allreduce(input, out=input)
         if avg:
@@ -161,6 +163,7 @@ def _all_reduce_(input, reduce_op, comm):
         if avg:
             tmp.div_(_fast._nranks(c))
         input.copy_(tmp)
+    bump_version(input)  # below autograd, torch's own writes here do not count either
 
 
 def _rs_shape(input, group_size):
@@ -183,6 +186,12 @@ def _reduce_scatter(input, reduce_op, group_size, comm):
     return out
 
 
+def _check_grad_write(t, op: str, arg: str) -> None:
+    """The mutating operators have no autograd formula, and the dispatcher does not refuse a leaf
+    that requires grad for them as it does for torch's own in-place operations: refused here."""
+    check_grad_write(t, f"taco::{op}: {arg}")
+
+
 def _into(out, fn, avg_by=None):
     """Run fn(out_or_contiguous_copy) and leave the result in `out`."""
     dst = out if out.is_contiguous() else out.new_empty(out.shape)
@@ -191,14 +200,22 @@ def _into(out, fn, avg_by=None):
         dst.div_(avg_by)
     if dst is not out:
         out.copy_(dst)
+    bump_version(out)  # below autograd, torch's own writes here do not count either
 
 
-def _reduce_scatter_into(out, input, reduce_op, comm):
+def _rs_into_checks(out, input, reduce_op, comm):
+    """(avg, communicator, P) of reduce_scatter_into, checked (the fake runs the same checks)."""
     avg = _reduce_op(reduce_op, "reduce_scatter_into")
     c = _communicator(comm, "reduce_scatter_into")
     P = _fast._nranks(c)
     _check_blocks(input, P, "reduce_scatter_into")
     _check_out(out, input, _rs_shape(input, P), "reduce_scatter_into")
+    return avg, c, P
+
+
+def _reduce_scatter_into(out, input, reduce_op, comm):
+    avg, c, P = _rs_into_checks(out, input, reduce_op, comm)
+    _check_grad_write(out, "reduce_scatter_into", "out")
     x = input.contiguous()
     _into(out, lambda dst: c.reduce_scatter(x, out=dst), P if avg else None)
 
@@ -212,11 +229,17 @@ def _all_gather(input, group_size, comm):
     return out
 
 
-def _all_gather_into(out, input, comm):
+def _ag_into_checks(out, input, comm):
     c = _communicator(comm, "all_gather_into")
     P = _fast._nranks(c)
-    _check_blocks(input, P, "all_gather")
+    _check_blocks(input, P, "all_gather_into")
     _check_out(out, input, _ag_shape(input, P), "all_gather_into")
+    return c
+
+
+def _all_gather_into(out, input, comm):
+    c = _ag_into_checks(out, input, comm)
+    _check_grad_write(out, "all_gather_into", "out")
     x = input.contiguous()
     _into(out, lambda dst: c.allgather(x, out=dst))
 
@@ -230,10 +253,16 @@ def _all_to_all(input, group_size, comm):
     return out
 
 
-def _all_to_all_into(out, input, comm):
+def _a2a_into_checks(out, input, comm):
     c = _communicator(comm, "all_to_all_into")
-    _check_blocks(input, _fast._nranks(c), "all_to_all")
+    _check_blocks(input, _fast._nranks(c), "all_to_all_into")
     _check_out(out, input, input.shape, "all_to_all_into")
+    return c
+
+
+def _all_to_all_into(out, input, comm):
+    c = _a2a_into_checks(out, input, comm)
+    _check_grad_write(out, "all_to_all_into", "out")
     x = input.contiguous()
     _into(out, lambda dst: c.alltoall(x, out=dst))
 
@@ -299,11 +328,15 @@ def _fake_reduce_scatter(input, reduce_op, group_size, comm):
     return input.new_empty(_rs_shape(input, group_size))
 
 
-def _fake_into(op):
+def _fake_into(op, checks):
+    """The eager checks of an `_into` operator (out's size included: the communicator, looked up by
+    name, gives the group size), so that a traced call refuses what an eager one does."""
+
     def fake(out, input, *rest):
         _check_input(input, op)
         if out.dtype != input.dtype:
             raise ValueError(f"taco::{op}: out has dtype {out.dtype}, input {input.dtype}")
+        checks(out, input, *rest)
 
     return fake
 
@@ -330,11 +363,11 @@ _FAKES = {
     "all_reduce": _fake_all_reduce,
     "all_reduce_": _fake_all_reduce_,
     "reduce_scatter": _fake_reduce_scatter,
-    "reduce_scatter_into": _fake_into("reduce_scatter_into"),
+    "reduce_scatter_into": _fake_into("reduce_scatter_into", _rs_into_checks),
     "all_gather": _fake_all_gather,
-    "all_gather_into": _fake_into("all_gather_into"),
+    "all_gather_into": _fake_into("all_gather_into", _ag_into_checks),
     "all_to_all": _fake_all_to_all,
-    "all_to_all_into": _fake_into("all_to_all_into"),
+    "all_to_all_into": _fake_into("all_to_all_into", _a2a_into_checks),
     "all_reduce_local": _fake_all_reduce_local,
 }
 

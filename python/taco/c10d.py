@@ -249,7 +249,8 @@ class ProcessGroupTaco(dist.ProcessGroup):
             avg = self._avg(opts.reduceOp)
             if avg is not None:
                 t = tensors[0]
-                self.communicator().allreduce(t, out=t)
+                with torch.no_grad():  # as torch's backends: a collective is no autograd operation
+                    self.communicator().allreduce(t, out=t)
                 if avg:
                     t.div_(self._size)
                 return self._done("allreduce", tensors, t)
@@ -261,7 +262,8 @@ class ProcessGroupTaco(dist.ProcessGroup):
                 and output.device == input.device and input.numel() == output.numel() * self._size):
             avg = self._avg(opts.reduceOp)
             if avg is not None:
-                self.communicator().reduce_scatter(input, out=output)
+                with torch.no_grad():
+                    self.communicator().reduce_scatter(input, out=output)
                 if avg:
                     output.div_(self._size)
                 return self._done("reduce_scatter_tensor", [output], output)
@@ -271,7 +273,8 @@ class ProcessGroupTaco(dist.ProcessGroup):
         opts = opts if opts is not None else AllgatherOptions()
         if (self._takes(input) and self._takes(output) and output.dtype == input.dtype
                 and output.device == input.device and output.numel() == input.numel() * self._size):
-            self.communicator().allgather(input, out=output)
+            with torch.no_grad():
+                self.communicator().allgather(input, out=output)
             return self._done("all_gather_into_tensor", [output], output)
         return self._delegate("all_gather_into_tensor", input)._allgather_base(output, input, opts)
 

@@ -27,6 +27,7 @@ from ._arrays import (
     describe_wire,
     device_of,
     dtype_name,
+    mark_written,
     stream_handle,
     taco_dtype,
     _invalid,
@@ -211,6 +212,8 @@ def _wire_out(out: Any, like: Buf, nbytes: int, name: str = "out") -> tuple[Any,
         out = alloc(like, nbytes, None, name)
     ob = describe_wire(out, name, stream=like.stream)
     check_writable(ob, name)
+    if ob.nbytes < nbytes:
+        raise _invalid(f"{name}: has {ob.nbytes} bytes; the compressed buffer needs {nbytes}")
     return out, ob
 
 
@@ -306,6 +309,7 @@ def compress(x: Any, codec: Any = None, *, block: int | None = None, dtype: Any 
             check(lib.tacoCompress(c, _vp(xb), xb.count, dt, _vp(ob), ob.nbytes, _stream(xb)))
     else:
         check(lib.tacoHostCompress(c, _vp(xb), xb.count, dt, _vp(ob), ob.nbytes))
+    mark_written(ob)
     return out
 
 
@@ -333,6 +337,7 @@ def decompress(wire: Any, codec: Any, count: int, dtype: Any, *, block: int | No
             check(lib.tacoDecompress(c, _vp(wb), wb.nbytes, _vp(ob), ob.count, dt, _stream(wb)))
     else:
         check(lib.tacoHostDecompress(c, _vp(wb), wb.nbytes, _vp(ob), ob.count, dt))
+    mark_written(ob)
     return out
 
 
@@ -392,6 +397,7 @@ def decompress_accumulate(wires: Sequence[Any], codec: Any, count: int, dtype: A
     else:
         check(lib.tacoHostDecompressAccumulate(c, ptrs, len(ins), ins[0].nbytes, _vp(eb), _vp(ob),
                                                count, dt))
+    mark_written(ob)
     return out
 
 
@@ -423,4 +429,6 @@ def decompress_reduce_compress(wires: Sequence[Any], codec: Any, count: int, dty
     else:
         check(lib.tacoHostDecompressReduceCompress(c, ptrs, len(ins), ins[0].nbytes, _vp(eb),
                                                    _vp(ob), ob.nbytes, _vp(yb), count, dt))
+    mark_written(ob)
+    mark_written(yb)
     return (out, y) if yb is not None else out

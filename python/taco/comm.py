@@ -27,7 +27,9 @@ import weakref
 from typing import Any
 
 from . import _fast, _lib
-from ._arrays import _invalid, alloc, check_data, check_writable, describe, device_of, stream_handle, taco_dtype
+from ._arrays import (_invalid, alloc, check_data, check_writable, describe, device_of, mark_written, stream_handle,
+                      taco_dtype)
+from .codec import _spec_bytes
 from .errors import InvalidUsageError, check, error_name_and_class
 
 __all__ = ["ALGOS", "Communicator", "get_unique_id", "loopback", "group", "register", "lookup"]
@@ -74,6 +76,33 @@ def _algo_name(value: int) -> str:
     return names[int(value)]
 
 
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_SIZE_MAX = (1 << 64) - 1
+
+# The integer keywords: (smallest, largest) value of the field's C type, and its "unset" value
+# (TACO_CONFIG_UNDEF_SIZE, TACO_CONFIG_UNDEF_INT), which a number given must not mean: unset is None.
+_INT_FIELDS = {
+    "chunk_bytes": (0, _SIZE_MAX, _SIZE_MAX),
+    "fallback_bytes": (0, _SIZE_MAX, _SIZE_MAX),
+    "pipeline_depth": (_INT_MIN, _INT_MAX, _INT_MIN),
+    "check_consistency": (_INT_MIN, _INT_MAX, _INT_MIN),
+}
+
+
+def _int_arg(value: Any, name: str, lo: int, hi: int, *, bools: bool = False) -> int:
+    """`value` as an int in [lo, hi]; a float, a string or a bool (unless `bools`) is refused
+    rather than truncated or parsed, naming `name`."""
+    if isinstance(value, bool) and not bools:
+        raise _invalid(f"{name}: expected an integer, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise _invalid(f"{name}: expected an integer, got {type(value).__name__} {value!r}") from None
+    if not lo <= n <= hi:
+        raise _invalid(f"{name}: {n} is outside [{lo}, {hi}]")
+    return n
+
+
 def _config(config: dict):
     """(tacoConfig_t*, keepalive) from keyword arguments."""
     unknown = set(config) - set(_CONFIG_FIELDS)
@@ -85,13 +114,23 @@ def _config(config: dict):
         if value is None:
             continue
         if key == "codec":
-            s = _lib.ffi().new("char[]", str(value).encode())
+            if not isinstance(value, str):
+                raise TypeError(f"codec: expected a codec spec string, got {type(value).__name__}")
+            s = _lib.ffi().new("char[]", _spec_bytes(value))
             keep.append(s)
             cfg.codec = s
         elif key == "algo":
             cfg.algo = _algo_value(value)
         else:
-            setattr(cfg, _CONFIG_FIELDS[key], int(value))
+            if isinstance(value, str) and key.endswith("_bytes"):
+                raise _invalid(f"{key}: expected a number of bytes (an integer), got {value!r}; suffixes such as "
+                               f"'M' are for the TACO_* environment variables")
+            lo, hi, unset = _INT_FIELDS[key]
+            n = _int_arg(value, key, lo, hi, bools=key == "check_consistency")
+            if n == unset:
+                raise _invalid(f"{key}: {n} is the C API's 'unset' value; leave {key} out (or None) for the "
+                               f"environment's or the library's default")
+            setattr(cfg, _CONFIG_FIELDS[key], n)
     return cfg, keep
 
 
@@ -172,9 +211,11 @@ class Communicator:
         if len(data) != f.sizeof("tacoUniqueId"):
             raise _invalid(f"unique_id: expected {f.sizeof('tacoUniqueId')} bytes, got {len(data)}")
         f.memmove(uid, data, len(data))
+        nranks = _int_arg(nranks, "nranks", _INT_MIN, _INT_MAX)
+        rank = _int_arg(rank, "rank", _INT_MIN, _INT_MAX)
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
-        check(lib.tacoCommInitRank(out, int(nranks), uid[0], int(rank), cfg))
+        check(lib.tacoCommInitRank(out, nranks, uid[0], rank, cfg))
         return cls(out[0], "nccl")
 
     @classmethod
@@ -193,9 +234,10 @@ class Communicator:
     def from_nccl(cls, nccl_comm: int, **config) -> "Communicator":
         """Wrap an existing ncclComm_t (an integer address); libtaco never destroys it."""
         f, lib = _lib.ffi(), _lib.lib()
+        nccl_comm = _int_arg(nccl_comm, "nccl_comm", 0, _SIZE_MAX)
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
-        check(lib.tacoCommFromNccl(out, f.cast("void*", int(nccl_comm)), cfg))
+        check(lib.tacoCommFromNccl(out, f.cast("void*", nccl_comm), cfg))
         return cls(out[0], "nccl-wrapped")
 
     # ---------------------------------------------------------------- queries
@@ -320,16 +362,19 @@ class Communicator:
         check_writable(ob, "out")
         if ob.count != count:
             raise _invalid(f"{name}: out has {ob.count} elements, expected {count}")
+        if not ob.is_device:
+            raise _invalid(f"{name}: out is in host memory, x on device {xb.device}")
         if ob.device != xb.device:
             raise _invalid(f"{name}: out is on device {ob.device}, x on device {xb.device}")
         return xb, ob, out, taco_dtype(dname)
 
-    def _call(self, fn, xb, *args):
+    def _call(self, fn, xb, ob, *args):
         f = _lib.ffi()
         h = self._handle()
         with device_of(xb):
             rc = fn(f.cast("void*", xb.ptr), *args, h, f.cast("tacoStream_t", xb.stream or 0))
         check(rc, h)
+        mark_written(ob)
 
     def allreduce(self, x, out=None, stream=None, dtype=None):
         """Sum of x over all ranks (compressed two-shot; bit-identical on every rank).
@@ -339,7 +384,7 @@ class Communicator:
             return r
         xb, ob, out, dt = self._prep(x, out, stream, "allreduce", dtype=dtype, out_count=lambda n: n)
         f, lib = _lib.ffi(), _lib.lib()
-        self._call(lambda s, *a: lib.tacoAllReduce(s, f.cast("void*", ob.ptr), xb.count, dt, lib.tacoSum, *a), xb)
+        self._call(lambda s, *a: lib.tacoAllReduce(s, f.cast("void*", ob.ptr), xb.count, dt, lib.tacoSum, *a), xb, ob)
         return _shaped(out, x)
 
     def reduce_scatter(self, x, out=None, stream=None, dtype=None):
@@ -352,7 +397,7 @@ class Communicator:
                                      split=P)
         f, lib = _lib.ffi(), _lib.lib()
         self._call(lambda s, *a: lib.tacoReduceScatter(s, f.cast("void*", ob.ptr), ob.count, dt, lib.tacoSum, *a),
-                   xb)
+                   xb, ob)
         return out
 
     def allgather(self, x, out=None, stream=None, dtype=None):
@@ -363,7 +408,7 @@ class Communicator:
         P = self.size
         xb, ob, out, dt = self._prep(x, out, stream, "allgather", dtype=dtype, out_count=lambda n: n * P)
         f, lib = _lib.ffi(), _lib.lib()
-        self._call(lambda s, *a: lib.tacoAllGather(s, f.cast("void*", ob.ptr), xb.count, dt, *a), xb)
+        self._call(lambda s, *a: lib.tacoAllGather(s, f.cast("void*", ob.ptr), xb.count, dt, *a), xb, ob)
         shape = getattr(x, "shape", None)
         if shape is not None and hasattr(out, "reshape") and ob.obj is not x:
             try:
@@ -380,7 +425,7 @@ class Communicator:
         P = self.size
         xb, ob, out, dt = self._prep(x, out, stream, "alltoall", dtype=dtype, out_count=lambda n: n, split=P)
         f, lib = _lib.ffi(), _lib.lib()
-        self._call(lambda s, *a: lib.tacoAlltoAll(s, f.cast("void*", ob.ptr), xb.count // P, dt, *a), xb)
+        self._call(lambda s, *a: lib.tacoAlltoAll(s, f.cast("void*", ob.ptr), xb.count // P, dt, *a), xb, ob)
         return _shaped(out, x)
 
     # ---------------------------------------------------------------- lifetime
@@ -444,10 +489,11 @@ def loopback(n: int, **config) -> list:
     """`n` communicators living in this process on the current GPU (the loopback
     transport). Drive them inside `with taco.group():`, one call per rank."""
     f, lib = _lib.ffi(), _lib.lib()
+    n = _int_arg(n, "n", _INT_MIN, _INT_MAX)
     cfg, _keep = _config(config)
-    arr = f.new("tacoComm_t[]", int(n)) if int(n) > 0 else f.new("tacoComm_t[]", 1)
-    check(lib.tacoCommInitLoopback(arr, int(n), cfg))
-    return [Communicator(arr[i], "loopback") for i in range(int(n))]
+    arr = f.new("tacoComm_t[]", max(n, 1))  # the library refuses n outside its range, naming nranks
+    check(lib.tacoCommInitLoopback(arr, n, cfg))
+    return [Communicator(arr[i], "loopback") for i in range(n)]
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from ._arrays import _invalid
 from .codec import default_codec
 from .comm import Communicator, _config
 from .errors import InvalidUsageError
@@ -25,6 +26,7 @@ def _usage(message: str) -> InvalidUsageError:
     return InvalidUsageError(5, message, "tacoInvalidUsage")  # the library's code for misuse
 
 _state: dict = {"make": None, "comms": {}, "codec": None}
+_SOURCES = (None, "mpi", "torch")
 
 
 def _bootstrap(source: str | None) -> tuple[str, Callable[[str], Communicator]]:
@@ -59,8 +61,15 @@ def init(comm: Communicator | None = None, *, source: str | None = None, codec: 
     (source="mpi") or torch.distributed (source="torch"); by default whichever is present.
     codec None: taco.default_codec() (TACO_CODEC, else the library's default). `config`: the
     other communicator keywords (algo=, chunk_bytes=, ...; taco.comm), for every sibling."""
-    finalize()
+    if source not in _SOURCES:
+        raise _invalid(f"source: unknown source {source!r}; expected 'mpi', 'torch' or None (whichever is present)")
     _config(dict(config, codec=codec))  # bad keywords (an unknown algo, ...) fail here, before any launcher
+    if comm is not None:
+        given = [k for k, v in dict(config, source=source, codec=codec).items() if v is not None]
+        if given:
+            raise _invalid(f"init(): {', '.join(sorted(given))} cannot be combined with comm (a communicator's "
+                           f"configuration is fixed when it is created)")
+    finalize()
     if comm is not None:
         codec = comm.config["codec"]
         _state.update(make=None, codec=codec, comms={codec: comm})

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _ops  # noqa: F401 - defines torch.ops.taco.*
+from ._arrays import _invalid, bump_version, check_grad_write
 from .comm import Communicator, group as _taco_group, loopback as _loopback, lookup as _lookup, register as _register
 
 __all__ = [
@@ -211,14 +212,32 @@ def register_communicator(comm, name: str | None = None) -> str:
     return _register(comm, name, prefix="tp" if isinstance(comm, TPGroup) else "comm")
 
 
+def _same_codec(comm: Communicator, codec) -> None:
+    """A communicator's codec is fixed at creation: `codec` given with one must be the one it has."""
+    if codec is None:
+        return
+    if torch.compiler.is_compiling():
+        raise RuntimeError("taco.torch.all_reduce under torch.compile: leave codec out when group= names a "
+                           "communicator (its codec is fixed when it is created, and cannot be read while tracing)")
+    from .codec import find_codec
+
+    want, have = find_codec(codec), find_codec(comm.config["codec"])
+    if (want.id, want.blockSize) != (have.id, have.blockSize):
+        raise _invalid(f"codec: {codec!r}, but group's communicator {comm.group_name!r} compresses with "
+                       f"{comm.config['codec']!r} (fixed when it was created; leave codec out, or pass a "
+                       f"communicator created with it)")
+
+
 def _resolve_comm(group, codec) -> Communicator:
     if isinstance(group, str):
         group = _lookup(group)
     if isinstance(group, Communicator):
+        _same_codec(group, codec)
         return group
     if isinstance(group, TPGroup):
         if len(group.comms) != 1:
             raise ValueError("all_reduce: a loopback TPGroup has several ranks here: use TPGroup.all_reduce_")
+        _same_codec(group.comms[0], codec)
         return group.comms[0]
     if torch.compiler.is_compiling():
         raise RuntimeError("taco.torch.all_reduce under torch.compile: pass group= a taco.Communicator, a TPGroup "
@@ -237,8 +256,11 @@ def all_reduce(tensor: torch.Tensor, group=None, codec: str | None = None) -> to
     comm = _resolve_comm(group, codec)
     if torch.compiler.is_compiling():
         torch.ops.taco.all_reduce_(tensor, "sum", comm.group_name)
-    elif tensor.is_contiguous():
+        return tensor
+    check_grad_write(tensor, "tensor")
+    if tensor.is_contiguous():
         comm.allreduce(tensor, out=tensor)
+        bump_version(tensor)  # a Communicator does too; a stand-in registered as one may not
     else:
         tmp = tensor.contiguous()
         comm.allreduce(tmp, out=tmp)

@@ -222,3 +222,30 @@ def test_a_gloo_world_delegates_cpu_collectives(tmp_path, world):
         assert r["delegated"] == {"allreduce": 4, "all_gather_into_tensor": 1, "broadcast": 1, "barrier": 1,
                                   "allgather": 1, "allreduce_coalesced": 1, "reduce_scatter": 1,
                                   "all_to_all_single": 1, "all_gather_single_coalesced": 1, **p2p}
+
+
+def test_the_collectives_it_routes_run_outside_autograd(monkeypatch):
+    """As torch's own backends: dist.all_reduce(param) on a leaf that requires grad is a collective,
+    not an autograd operation, so the binding's refusal of such a write (grad mode on) must not
+    apply. The routing itself is replaced here (libtaco takes CUDA tensors)."""
+    import datetime
+
+    pg = tc.ProcessGroupTaco(dist.HashStore(), 0, 1, datetime.timedelta(seconds=30), tc.Options())
+    seen = []
+
+    class Recording:
+        def allreduce(self, x, out=None):
+            seen.append(torch.is_grad_enabled())
+            taco._arrays.check_grad_write(out, "out")  # what the binding checks before writing
+            return out
+
+        reduce_scatter = allgather = allreduce
+
+    monkeypatch.setattr(pg, "_takes", lambda t: True)
+    monkeypatch.setattr(pg, "communicator", lambda: Recording())
+    monkeypatch.setattr(pg, "_done", lambda op, result, t: None)
+    p = torch.nn.Parameter(torch.ones(4))
+    pg.allreduce([p])
+    pg._reduce_scatter_base(p, torch.ones(4))
+    pg._allgather_base(p, torch.ones(4))
+    assert seen == [False, False, False] and torch.is_grad_enabled()

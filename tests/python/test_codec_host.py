@@ -228,10 +228,16 @@ def test_count_zero_is_invalid():
 
 
 def test_output_buffer_too_small():
+    """Named in the caller's words (out, and the bytes it needs), not the C function's."""
     x = np.ones(1000, np.float32)
-    out = np.zeros(taco.compressed_size("taco", 1000, np.float32) - 16, np.uint8)
-    with pytest.raises(taco.InvalidArgumentError, match="outBytes"):
+    need = taco.compressed_size("taco", 1000, np.float32)
+    out = np.zeros(need - 16, np.uint8)
+    with pytest.raises(taco.InvalidArgumentError, match=f"^tacoInvalidArgument: out: has {need - 16} bytes; the "
+                                                        f"compressed buffer needs {need}$"):
         taco.compress(x, "taco", out=out)
+    w = taco.compress(x, "taco")
+    with pytest.raises(taco.InvalidArgumentError, match=f"out: has 10 bytes; the compressed buffer needs {need}"):
+        taco.decompress_reduce_compress([w, w], "taco", 1000, np.float32, out=np.zeros(10, np.uint8))
 
 
 def test_wire_from_another_codec_is_rejected():

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 import taco  # noqa: E402
 from taco import _fast, _lib  # noqa: E402
+from taco._arrays import bump_version  # noqa: E402
 from taco.comm import Communicator  # noqa: E402
 
 STREAM = 0x5000
@@ -45,10 +46,22 @@ def test_integer_functions_call_the_real_library():
 
 
 class DevTensor(torch.Tensor):
-    """A CPU tensor that says it lives on CUDA device 0."""
+    """A CPU tensor that says it lives on CUDA device 0 (to the fast path; the general path, which
+    reads it through DLPack, sees host memory)."""
 
     def get_device(self):
         return 0
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("host memory")
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
 
 
 class Recorder:
@@ -63,7 +76,8 @@ class Recorder:
 @pytest.fixture
 def fake(monkeypatch):
     env = types.SimpleNamespace(dt={torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}, op_sum=0,
-                                get_device=lambda: 0, raw_stream=lambda d: STREAM + d, empty_like=torch.empty_like)
+                                get_device=lambda: 0, raw_stream=lambda d: STREAM + d, empty_like=torch.empty_like,
+                                grad_enabled=torch.is_grad_enabled, bump_version=bump_version)
     monkeypatch.setattr(_fast, "_T", env)
     recs = [Recorder(n) for n in _fast._FUNCS]
     monkeypatch.setattr(_fast, "_FNS", tuple(recs))
@@ -170,3 +184,68 @@ def test_host_cost_benchmark_parses_its_arguments():
     assert p.returncode == 0 and "--codecs" in p.stdout and "--iters" in p.stdout, p.stderr
     p = subprocess.run([sys.executable, str(script), "--count", "0"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--count, --iters and --reps must be >= 1" in p.stderr
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reduce_scatter"])
+def test_x_as_the_output_of_a_gather_or_scatter_takes_the_general_path(fake, kind):
+    """x has P times fewer (all-gather) or P times more (reduce-scatter) elements than the output:
+    as `out` it is checked like any other, not passed to the C call, whose in-place rule would let
+    rank 0 write P*n elements into x's n."""
+    x = dev(8, 3, dtype=torch.float32)
+    k = _fast.ALLGATHER if kind == "allgather" else _fast.REDUCE_SCATTER
+    assert _fast.call(fake.comm, k, x, x, None, None) is _fast.SLOW
+    with pytest.raises(taco.InvalidArgumentError):
+        getattr(fake.comm, kind)(x, out=x)
+    assert not any(r.calls for r in (fake.ar, fake.rs, fake.ag, fake.a2a))
+
+
+def test_x_as_the_output_of_allreduce_and_alltoall_stays_fast(fake):
+    x = dev(8, 3, dtype=torch.float32)
+    assert fake.comm.alltoall(x, out=x) is x
+    assert fake.a2a.calls == [(x.data_ptr(), x.data_ptr(), 6, 0, HANDLE, STREAM)]
+
+
+def test_a_given_output_is_marked_written_for_autograd(fake):
+    """libtaco writes through the pointer: the fast path bumps out's version counter, as torch's own
+    in-place operations do, so a backward that saved the tensor refuses the new values."""
+    x, o = dev(6, 4), dev(6, 4)
+    v = o._version
+    fake.comm.allreduce(x, out=o)
+    assert o._version > v
+    v = x._version
+    fake.comm.allreduce(x, out=x)
+    assert x._version > v
+    a = torch.randn(24, requires_grad=True)
+    y = (a * 1).as_subclass(DevTensor)
+    z = y.sin()  # saves y
+    assert fake.comm.allreduce(dev(24, dtype=torch.float32), out=y) is y
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_a_leaf_that_requires_grad_is_not_written_by_the_fast_path(fake):
+    x, leaf = dev(6, 4), dev(6, 4).requires_grad_()
+    assert _fast.call(fake.comm, _fast.ALLREDUCE, x, leaf, None, None) is _fast.SLOW
+    assert _fast.call(fake.comm, _fast.ALLREDUCE, leaf, leaf, None, None) is _fast.SLOW
+    assert not fake.ar.calls
+    with torch.no_grad():  # as torch allows
+        assert fake.comm.allreduce(x, out=leaf) is leaf
+    assert len(fake.ar.calls) == 1
+
+
+def test_a_tensor_on_another_accelerator_is_not_fast(fake):
+    """An xpu:0 or mps:0 tensor reports device 0 too: only CUDA tensors take the fast path."""
+
+    class OtherAccel(DevTensor):
+        @property
+        def is_cuda(self):
+            return False
+
+    x = dev(8).as_subclass(OtherAccel)
+    _fast._KINDS[OtherAccel] = _fast._torch_call
+    try:
+        assert _fast.call(fake.comm, _fast.ALLREDUCE, x, None, None, None) is _fast.SLOW
+        assert _fast.call(fake.comm, _fast.ALLREDUCE, dev(8), x, None, None) is _fast.SLOW
+    finally:
+        del _fast._KINDS[OtherAccel]
+    assert not fake.ar.calls

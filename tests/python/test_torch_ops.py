@@ -410,3 +410,140 @@ def test_a_tp_group_subclass_that_skips_init_is_named_on_first_use():
     y = tt.reduce_from_tp_region(xs, tp)
     assert torch.equal(y, torch.full((3,), 3.0)) and tp.calls == 1
     assert tp.group_name.startswith("tp-") and taco.comm.lookup(tp.group_name) is tp
+
+
+# ------------------------------------------------------------------ in-place writes and autograd
+
+
+class RawMirror(Mirror):
+    """Writes its results through the raw pointer, as libtaco does: torch sees no write."""
+
+    def _raw(self, out, value):
+        import ctypes
+
+        v = value.detach().contiguous()
+        ctypes.memmove(out.data_ptr(), v.data_ptr(), v.numel() * v.element_size())
+        return out
+
+    def allreduce(self, x, out=None, stream=None, dtype=None):
+        return self._raw(out, x * self._P)
+
+    def reduce_scatter(self, x, out=None, stream=None, dtype=None):
+        return self._raw(out, x.reshape(-1)[:x.numel() // self._P] * self._P)
+
+    def allgather(self, x, out=None, stream=None, dtype=None):
+        return self._raw(out, torch.cat([x.reshape(-1)] * self._P))
+
+    def alltoall(self, x, out=None, stream=None, dtype=None):
+        return self._raw(out, torch.cat([x.reshape(-1)[:x.numel() // self._P]] * self._P))
+
+
+def _in_place_calls(name):
+    inp = torch.randn(8, 3)
+    return [
+        ("all_reduce_", (8, 3), lambda t: torch.ops.taco.all_reduce_(t, "sum", name)),
+        ("reduce_scatter_into", (2, 3), lambda t: torch.ops.taco.reduce_scatter_into(t, inp, "sum", name)),
+        ("all_gather_into", (32, 3), lambda t: torch.ops.taco.all_gather_into(t, inp, name)),
+        ("all_to_all_into", (8, 3), lambda t: torch.ops.taco.all_to_all_into(t, inp, name)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_in_place_forms_bump_the_version_of_what_they_write(case):
+    """The dispatcher does not count the mutating operators' writes (they run below autograd): the
+    operators bump the version themselves, so a backward that saved the tensor refuses it."""
+    m = RawMirror(4)
+    op, shape, call = _in_place_calls(m.group_name)[case]
+    a = torch.randn(*shape, requires_grad=True)
+    y = a * 1
+    z = y.sin()  # saves y
+    v = y._version
+    call(y)
+    assert y._version > v, op
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_in_place_forms_refuse_a_leaf_that_requires_grad(case):
+    m = RawMirror(4)
+    op, shape, call = _in_place_calls(m.group_name)[case]
+    arg = "input" if op == "all_reduce_" else "out"
+    leaf = torch.ones(*shape, requires_grad=True)
+    with pytest.raises(taco.InvalidArgumentError, match=f"taco::{op}: {arg}: is a leaf tensor that requires grad"):
+        call(leaf)
+    assert torch.equal(leaf.detach(), torch.ones(*shape))  # nothing was written
+    with torch.no_grad():  # as torch allows
+        call(leaf)
+    assert not torch.equal(leaf.detach(), torch.ones(*shape))
+
+
+def test_taco_torch_all_reduce_refuses_a_leaf_and_bumps_the_version():
+    m = RawMirror(4)
+    leaf = torch.ones(4, requires_grad=True)
+    with pytest.raises(taco.InvalidArgumentError, match="tensor: is a leaf tensor that requires grad"):
+        tt.all_reduce(leaf, group=m)
+    assert torch.equal(leaf.detach(), torch.ones(4))
+    y = torch.ones(4, requires_grad=True) * 1
+    v = y._version
+    tt.all_reduce(y, group=m)
+    assert y._version > v and torch.equal(y.detach(), torch.full((4,), 4.0))
+
+
+def test_into_errors_name_the_op_called(mirror):
+    name = mirror.group_name
+    with pytest.raises(ValueError, match=r"taco::all_gather_into: input is 0-dimensional"):
+        torch.ops.taco.all_gather_into(torch.empty(4), torch.ones(()), name)
+    with pytest.raises(ValueError, match=r"taco::all_to_all_into: input's dim 0 \(6\) is not divisible by "
+                                         r"group_size \(4\)"):
+        torch.ops.taco.all_to_all_into(torch.empty(6), torch.ones(6), name)
+
+
+@pytest.mark.parametrize("op, out_shape, message", [
+    ("reduce_scatter_into", (4, 3), r"taco::reduce_scatter_into: out has 12 elements, expected 6"),
+    ("all_gather_into", (8, 3), r"taco::all_gather_into: out has 24 elements, expected 96"),
+    ("all_to_all_into", (4, 3), r"taco::all_to_all_into: out has 12 elements, expected 24"),
+])
+def test_fake_into_checks_the_size_of_out_as_eager_does(mirror, op, out_shape, message):
+    args = {"reduce_scatter_into": ("sum", mirror.group_name)}.get(op, (mirror.group_name,))
+    fn = getattr(torch.ops.taco, op)
+    with pytest.raises(ValueError, match=message):  # eager
+        fn(torch.empty(out_shape), torch.ones(8, 3), *args)
+    with FakeTensorMode():
+        with pytest.raises(ValueError, match=message):
+            fn(torch.empty(out_shape), torch.empty(8, 3), *args)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=message):  # traced: refused at trace time, not run with a wrong size
+        torch.compile(lambda o, x: fn(o, x, *args), fullgraph=True, backend="eager")(
+            torch.empty(out_shape), torch.ones(8, 3))
+
+
+class CodecMirror(Mirror):
+    @property
+    def config(self):
+        return {"codec": "taco"}
+
+
+@pytest.mark.parametrize("as_group", ["communicator", "name", "tpgroup"])
+def test_taco_torch_all_reduce_refuses_a_codec_its_group_does_not_have(as_group):
+    m = CodecMirror(4)
+    group = {"communicator": m, "name": m.group_name, "tpgroup": tt.TPGroup([m])}[as_group]
+    x = torch.ones(4)
+    with pytest.raises(taco.InvalidArgumentError, match=r"codec: 'fp8-block', but group's communicator "
+                                                        r"'mirror-\d+' compresses with 'taco'"):
+        tt.all_reduce(x, group=group, codec="fp8-block")
+    assert torch.equal(x, torch.ones(4)) and m.calls == 0
+    tt.all_reduce(x, group=group, codec="taco")  # the codec it has
+    tt.all_reduce(x, group=group, codec=f"taco:block={taco.codec_info('taco')['block_size']}")
+    assert m.calls == 2 and torch.equal(x, torch.full((4,), 16.0))
+
+
+def test_taco_torch_all_reduce_under_compile_refuses_a_codec_with_a_communicator(mirror):
+    torch._dynamo.reset()
+
+    def f(x):
+        tt.all_reduce(x, group=mirror, codec="taco")
+        return x
+
+    with pytest.raises(Exception, match="leave codec out when group= names a communicator"):
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(4))
