@@ -93,16 +93,14 @@ tacoResult_t checkOverlap(const char* op, const char* outArg, const void* out, s
 }
 
 tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const void* recvbuff, size_t count,
-                           const char* countArg, tacoDataType_t datatype, const char* op) {
+                           const char* countArg, int blocks, tacoDataType_t datatype, const char* op) {
   TACO_CHECK(checkComm(comm, op));
   TACO_CHECK(checkDatatype(datatype, op));
   if (count == 0) return tacoSuccess;  // a no-op: the buffers may be NULL, as with NCCL
   // The byte counts below (and the overlap checks' offsets) must not wrap.
-  const size_t perCount = dtypeBytes(datatype) * (size_t)comm->nranks;
-  if (count > (size_t)PTRDIFF_MAX / perCount)
-    return setError(tacoInvalidArgument,
-                    "%s: %s argument %zu is too large: %d ranks of it in %zu-byte elements exceed %zu bytes", op,
-                    countArg, count, comm->nranks, dtypeBytes(datatype), (size_t)PTRDIFF_MAX);
+  if (count > (size_t)PTRDIFF_MAX / (dtypeBytes(datatype) * (size_t)blocks))
+    return setError(tacoInvalidArgument, "%s: %s argument %zu is too large: %d block(s) of it in %zu-byte elements "
+                    "exceed %zu bytes", op, countArg, count, blocks, dtypeBytes(datatype), (size_t)PTRDIFF_MAX);
   TACO_CHECK(checkNotNull(sendbuff, op, "sendbuff"));
   TACO_CHECK(checkNotNull(recvbuff, op, "recvbuff"));
   TACO_CHECK(checkDevicePointer(sendbuff, comm->device, op, "sendbuff"));

@@ -43,9 +43,10 @@ tacoResult_t checkOverlap(const char* op, const char* outArg, const void* out, s
                           ptrdiff_t inPlaceOffset = 0);
 
 // The arguments every collective shares: a live communicator, a datatype, a count (named
-// countArg) whose largest buffer, count elements from each of the nranks ranks, has a byte size
-// that fits a ptrdiff_t, and (count > 0) send and receive buffers on the communicator's device.
+// countArg) whose largest buffer, `blocks` times count elements (1 for AllReduce; nranks for the
+// others), has a byte size that fits a ptrdiff_t, and (count > 0) send and receive buffers on the
+// communicator's device.
 tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const void* recvbuff, size_t count,
-                           const char* countArg, tacoDataType_t datatype, const char* op);
+                           const char* countArg, int blocks, tacoDataType_t datatype, const char* op);
 
 }  // namespace taco

@@ -39,7 +39,7 @@ TACO_API tacoResult_t tacoAllReduce(const void* sendbuff, void* recvbuff, size_t
                                     tacoRedOp_t op, tacoComm_t comm, tacoStream_t stream) {
   const char* name = "tacoAllReduce";
   return run(comm, name, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, "count", datatype, name));
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, "count", 1, datatype, name));
     TACO_CHECK(checkRedOp(op, name));
     if (count > 0) {
       const size_t n = bytesOf(count, datatype);
@@ -54,7 +54,7 @@ TACO_API tacoResult_t tacoReduceScatter(const void* sendbuff, void* recvbuff, si
                                         tacoStream_t stream) {
   const char* name = "tacoReduceScatter";
   return run(comm, name, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, recvcount, "recvcount", datatype, name));
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, recvcount, "recvcount", comm->nranks, datatype, name));
     TACO_CHECK(checkRedOp(op, name));
     if (recvcount > 0) {
       const size_t n = bytesOf(recvcount, datatype);
@@ -69,7 +69,7 @@ TACO_API tacoResult_t tacoAllGather(const void* sendbuff, void* recvbuff, size_t
                                     tacoDataType_t datatype, tacoComm_t comm, tacoStream_t stream) {
   const char* name = "tacoAllGather";
   return run(comm, name, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, sendcount, "sendcount", datatype, name));
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, sendcount, "sendcount", comm->nranks, datatype, name));
     if (sendcount > 0) {
       const size_t n = bytesOf(sendcount, datatype);
       TACO_CHECK(checkOverlap(name, "recvbuff", recvbuff, n * (size_t)comm->nranks, "sendbuff", sendbuff, n,
@@ -83,7 +83,7 @@ TACO_API tacoResult_t tacoAlltoAll(const void* sendbuff, void* recvbuff, size_t 
                                    tacoComm_t comm, tacoStream_t stream) {
   const char* name = "tacoAlltoAll";
   return run(comm, name, [&]() -> tacoResult_t {
-    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, "count", datatype, name));
+    TACO_CHECK(checkCollArgs(comm, sendbuff, recvbuff, count, "count", comm->nranks, datatype, name));
     if (count > 0) {
       const size_t n = bytesOf(count, datatype) * (size_t)comm->nranks;
       TACO_CHECK(checkOverlap(name, "recvbuff", recvbuff, n, "sendbuff", sendbuff, n, "recvbuff == sendbuff"));

@@ -80,9 +80,12 @@ size_t threadsWanted(const PeerPlan& p, const dev::PieceWire& largest, tacoDataT
 
 // A call whose kernels were enqueued in part: they run, advance the epoch word past chunks the
 // call did not finish, and leave peers (of other processes) waiting for kernels that never come.
-// So the ranks' epochs no longer agree, as after a timeout: every later peer call is refused,
-// and the error is the communicator's asynchronous error. A call that enqueued nothing leaves
-// this rank consistent; peers that did launch time out (TACO_WAIT_TIMEOUT_S).
+// A call of a process-per-rank world that enqueued nothing is no better: its peers' kernels of
+// that call wait for this rank, whose next call would pair with them. Either way the ranks'
+// epochs no longer agree, as after a timeout: every later peer call is refused, and the error is
+// the communicator's asynchronous error. Only where one launch drives every rank (a loopback
+// world) does a call that enqueued nothing leave the world consistent; and during a graph
+// capture nothing enqueued ever runs (the failed launch invalidates the capture).
 void peerMarkBroken(const std::vector<tacoComm*>& comms, const std::string& why) {
   for (tacoComm* c : comms) {
     if (!c->peerBroken.empty()) continue;
@@ -154,7 +157,9 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   // A launch per chunk (coll/device/peer_kernels.cuh says why not one loop over them).
   const size_t threads = threadsWanted(plan, peerPieceWire(plan.codec, largest, s0.dtype), s0.dtype);
   int enqueued = 0;  // kernels of this call in the stream
-  for (int ch = 0; ch < (int)plan.nChunks; ++ch) {
+  std::string broken;   // why the call failed after it began, for peerMarkBroken
+  tacoResult_t res = tacoSuccess;
+  for (int ch = 0; ch < (int)plan.nChunks && res == tacoSuccess; ++ch) {
     L.chunk = ch;
     // TACO_FAULT_PEER_LAUNCH: this chunk's launches before the refused one, or -1
     const long ahead = c0->faultPeerLaunch - c0->peerLaunches;
@@ -165,19 +170,33 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
     enqueued += launched;
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      if (enqueued > 0) peerMarkBroken(comms, chunkFailure(s0.algo, ch, (int)plan.nChunks, e));
-      return setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel of chunk %d of %zu: '%s'%s",
-                      algoName(s0.algo), ch, plan.nChunks, cudaGetErrorString(e),
-                      enqueued > 0 ? "; the call ran in part: destroy the communicator" : "");
+      broken = chunkFailure(s0.algo, ch, (int)plan.nChunks, e);
+      res = setError(tacoUnhandledCudaError, "tacoAllReduce: launching the %s kernel of chunk %d of %zu: '%s'",
+                     algoName(s0.algo), ch, plan.nChunks, cudaGetErrorString(e));
+    } else if ((res = peerTimelineAfterLaunch(c0, st)) != tacoSuccess) {
+      broken = "TACO_PEER_TIMELINE after chunk " + std::to_string(ch);
     }
-    TACO_CHECK(peerTimelineAfterLaunch(c0, st));
   }
+  // The other ranks' streams wait for the launches, on failure too: what was enqueued must be
+  // ordered before their next work and the join into the user's streams (coll/executor.cc).
   if (n > 1) {
-    TACO_CUDA_CHECK(cudaEventRecord(c0->peerEvent, st));
-    for (size_t i = 1; i < n; ++i)
-      TACO_CUDA_CHECK(cudaStreamWaitEvent(comms[i]->streams[steps[i]->stream], c0->peerEvent, 0));
+    cudaError_t e = cudaEventRecord(c0->peerEvent, st);
+    for (size_t i = 1; i < n && e == cudaSuccess; ++i)
+      e = cudaStreamWaitEvent(comms[i]->streams[steps[i]->stream], c0->peerEvent, 0);
+    if (e != cudaSuccess && res == tacoSuccess) TACO_CUDA_CHECK(e);
+    if (e != cudaSuccess) (void)cudaGetLastError();
   }
-  return tacoSuccess;
+  if (res == tacoSuccess) return tacoSuccess;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const bool capturing = cudaStreamIsCapturing(st, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone;
+  (void)cudaGetLastError();
+  if ((enqueued > 0 || !L.oneGpu) && !capturing) {
+    peerMarkBroken(comms, broken);
+    const std::string first = lastError();  // setError writes the buffer lastError() reads
+    return setError(res, "%s; %s: destroy the communicator", first.c_str(),
+                    enqueued > 0 ? "the call ran in part" : "the other processes' ranks launched theirs");
+  }
+  return res;
 }
 
 // Which routes are tried (TACO_PEER_MEMORY, docs/collectives.md): loopback worlds take

@@ -63,11 +63,32 @@ tacoResult_t postSync(tacoComm* c, const Step& s) {
   return setError(tacoInternalError, "executor: bad plain collective %d", (int)s.plain);
 }
 
-}  // namespace
+// After a failed step: the user stream of every program whose fork ran and whose join did not
+// waits for the pipeline streams anyway, so that work already enqueued (a call launched in
+// part) is ordered before whatever the user enqueues next, and before buffers are freed. Best
+// effort, and silent: the failure's own error stays the one reported.
+void joinAfterFailure(const std::vector<Schedule*>& progs, const std::vector<size_t>& next) {
+  for (size_t i = 0; i < progs.size(); ++i) {
+    const Schedule& p = *progs[i];
+    bool open = false;
+    for (size_t k = 0; k < next[i] && k < p.steps.size(); ++k)
+      if (p.steps[k].kind == kStepFork) open = true;
+      else if (p.steps[k].kind == kStepJoin) open = false;
+    if (!open) continue;
+    for (size_t k = next[i]; k < p.steps.size(); ++k) {
+      if (p.steps[k].kind != kStepJoin) continue;
+      tacoComm* c = p.comm;
+      for (int s = 0; s < c->depth; ++s)
+        if (cudaEventRecord(c->joinEvents[s], c->streams[s]) == cudaSuccess)
+          (void)cudaStreamWaitEvent(p.steps[k].user, c->joinEvents[s], 0);
+      break;
+    }
+  }
+  (void)cudaGetLastError();
+}
 
-tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
+tacoResult_t runSteps(std::vector<Schedule*>& progs, std::vector<size_t>& next) {
   const size_t n = progs.size();
-  std::vector<size_t> next(n, 0);  // next[i]: index of program i's next step
   for (;;) {
     size_t atEnd = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -116,6 +137,15 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
     TACO_CHECK(res);
     for (size_t i = 0; i < n; ++i) ++next[i];
   }
+}
+
+}  // namespace
+
+tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
+  std::vector<size_t> next(progs.size(), 0);  // next[i]: index of program i's next step
+  const tacoResult_t r = runSteps(progs, next);
+  if (r != tacoSuccess) joinAfterFailure(progs, next);
+  return r;
 }
 
 // ---------------------------------------------------------------- groups

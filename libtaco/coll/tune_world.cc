@@ -113,10 +113,11 @@ tacoResult_t runOnce(Ctx& x, int algo, size_t count) {
   return r != tacoSuccess ? r : e;
 }
 
-// A peer-memory kernel of some rank driven here gave up waiting (TACO_WAIT_TIMEOUT_S) or saw an abort.
+// A peer-memory kernel of some rank driven here gave up waiting (TACO_WAIT_TIMEOUT_S) or saw an
+// abort, or a peer call was launched in part: either way the epochs no longer agree.
 bool peerGaveUp(const Ctx& x) {
   for (tacoComm* c : x.world)
-    if (c->peer != nullptr && *c->peer->statusHost != 0) return true;
+    if (c->peer != nullptr && (*c->peer->statusHost != 0 || !c->peerBroken.empty())) return true;
   return false;
 }
 

@@ -46,7 +46,8 @@ bool parseInt(const char* s, int* out) {
 // Seconds a wait may last: finite, from a millisecond (a waiter checks about once a
 // millisecond) to 10^9 s, so that the nanoseconds fit the kernel's 64-bit clock arithmetic.
 bool parseWaitSeconds(const char* s, double* out) {
-  if ((s[0] < '0' || s[0] > '9') && s[0] != '.') return false;
+  // decimal only: strtod also reads hex ("0x1p3"), "inf", "nan" and leading space
+  if (s[0] == '\0' || s[strspn(s, "0123456789.eE+-")] != '\0' || s[0] == '+' || s[0] == '-') return false;
   char* end = nullptr;
   const double x = strtod(s, &end);
   if (*end != '\0' || !(x >= 1e-3 && x <= 1e9)) return false;
@@ -167,7 +168,12 @@ const EnvParam kParams[] = {
     {"TACO_TUNE_MAX_BYTES", "268435456",
      "the largest AllReduce size the tuner measures (suffixes K, M, G; also capped by free device memory)",
      "a size of at least 4K",
-     [](const char* v, EnvParams* p) { return parseSize(v, &p->tuneMaxBytes) && p->tuneMaxBytes >= 4096; }},
+     [](const char* v, EnvParams* p) {
+       size_t b = 0;  // assigned only when valid: a refused value leaves the default
+       if (!parseSize(v, &b) || b < 4096) return false;
+       p->tuneMaxBytes = b;
+       return true;
+     }},
     {"TACO_TUNE_FAULT", "",
      "testing only: the tuner's check sees this algorithm's output corrupted on rank 0, so the algorithm "
      "is demoted (read at each tuning)",

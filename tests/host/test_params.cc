@@ -103,6 +103,7 @@ int main() {
       TEST_ASSERT(table[i].parse("16M", &q) && q.tuneMaxBytes == ((size_t)16 << 20));
       TEST_ASSERT(table[i].parse("4K", &q) && q.tuneMaxBytes == 4096);
       TEST_ASSERT(!table[i].parse("2K", &q) && !table[i].parse("big", &q));
+      TEST_ASSERT(q.tuneMaxBytes == 4096);  // a refused value leaves what was there
     }
     if (strcmp(table[i].name, "TACO_TUNE_FAULT") == 0) {
       TEST_ASSERT(table[i].parse("", &q) && table[i].parse("oneshot", &q) && table[i].parse("fused", &q));
@@ -187,7 +188,7 @@ int main() {
     TEST_ASSERT(row->parse("2", &q) && q.waitTimeoutS == 2.0);
     TEST_ASSERT(row->parse("0.5", &q) && q.waitTimeoutS == 0.5);
     TEST_ASSERT(row->parse("1e9", &q) && q.waitTimeoutS == 1e9);
-    for (const char* bad : {"0", "-1", "inf", "nan", "1e-12", "1e11", "1e400", " 2", "2s", ""})
+    for (const char* bad : {"0", "-1", "inf", "nan", "1e-12", "1e11", "1e400", " 2", "2s", "", "0x1p3", "+2"})
       TEST_ASSERT_MSG(!row->parse(bad, &q), "TACO_WAIT_TIMEOUT_S='%s' parsed", bad);
   }
 
