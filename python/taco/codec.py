@@ -107,15 +107,16 @@ def find_codec(codec: Any = None, block: int | None = None):
     f, lib = _lib.ffi(), _lib.lib()
     c = f.new("tacoCodec_t*")
     block = _check_block(block)
+    named = "codec"  # where the spec came from, for the message
     if codec is None:
-        codec = default_codec()
+        codec, named = default_codec(), "TACO_CODEC (no codec given)"
     if isinstance(codec, str):
         rc = lib.tacoCodecFind(_spec_bytes(codec), c)
         if rc != lib.tacoSuccess:
             err = make_error(rc)
             prefix = "tacoCodecFind: spec argument "
             if isinstance(err, InvalidArgumentError) and err.message.startswith(prefix):
-                raise _invalid("codec: " + err.message[len(prefix):]) from None  # in the caller's words
+                raise _invalid(f"{named}: " + err.message[len(prefix):]) from None  # in the caller's words
             raise err
         if block is not None and ":block=" in codec and block != c.blockSize:
             raise _invalid(f"codec: spec {codec!r} and block={block} disagree on the block size")

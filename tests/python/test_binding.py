@@ -587,3 +587,9 @@ def test_default_codec_follows_taco_codec(monkeypatch):
     assert np.array_equal(taco.compress(x), taco.compress(x, "fp8-block"))
     monkeypatch.setenv("TACO_CODEC", "int8-hadamard")
     assert taco.default_codec() == "int8-hadamard" and taco.codec_info()["name"] == "int8-hadamard"
+    # a bad TACO_CODEC is named as the variable, not as a codec argument the caller did not pass
+    monkeypatch.setenv("TACO_CODEC", "bogus")
+    with pytest.raises(taco.InvalidArgumentError, match=r"TACO_CODEC \(no codec given\): 'bogus'"):
+        taco.compress(x)
+    with pytest.raises(taco.InvalidArgumentError, match=r"^tacoInvalidArgument: codec: 'bogus'"):
+        taco.compress(x, "bogus")
