@@ -1,5 +1,5 @@
-"""What the GPU collective tests share (test_collectives.py, test_peer_allreduce.py,
-test_soak.py): the torch and taco fixtures, copies between numpy and torch tensors, the
+"""What the GPU tests share (test_collectives.py, test_peer_allreduce.py, test_soak.py, the
+binding's tests): the torch, cp (CuPy), taco and one (a one-rank communicator) fixtures, copies between numpy and torch tensors, the
 bit-exact comparison, and loopback worlds driven as one group (eagerly, or captured into a CUDA graph
 and replayed).
 
@@ -28,12 +28,31 @@ def torch():
 
 
 @pytest.fixture(scope="module")
+def cp():
+    """CuPy: on a GPU machine a missing one is a failure, not a skip."""
+    import cupy
+
+    return cupy
+
+
+@pytest.fixture(scope="module")
 def taco():
     _gpu()
     import taco
     import taco.comm
 
     return taco
+
+
+@pytest.fixture
+def one(torch):
+    """A one-rank loopback communicator of codec taco that compresses every size."""
+    import taco
+
+    comm = taco.loopback(1, codec="taco", fallback_bytes=0)[0]
+    yield comm
+    torch.cuda.synchronize()
+    comm.close()
 
 
 def to_dev(torch, a):

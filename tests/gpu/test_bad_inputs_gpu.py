@@ -5,17 +5,12 @@ import pytest
 
 import taco
 from codec_sets import ALL as CODECS
+from loopback_world import cp  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.gpu
 
 N = 256                      # elements; taco, fp32: 16 + 256 + 16 bytes of wire
 WIRE = 288
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-    return cupy
 
 
 @pytest.fixture(scope="module")

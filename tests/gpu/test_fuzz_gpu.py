@@ -19,18 +19,13 @@ import pytest
 import taco
 import fuzz_cases as fz
 from fuzz_cases import DTYPES
+from loopback_world import cp  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.gpu
 
 SEED = 20240612
 CASES = 400
 HANG_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-    return cupy
 
 
 def finish(cp, what):

@@ -18,6 +18,7 @@ import pytest
 
 import taco
 from taco import _lib
+from loopback_world import cp, torch  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.gpu
 
@@ -28,21 +29,6 @@ SPIN_CYCLES = 300_000_000  # ~0.15 s on an H200: long enough to lose any race
 
 def laplace(n, dtype, seed=0):
     return np.random.default_rng(seed).laplace(size=n).astype(np.float32).astype(NP[dtype])
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-
-    return cupy
-
-
-@pytest.fixture(scope="module")
-def torch():
-    import torch
-
-    assert torch.cuda.is_available()
-    return torch
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ PyTorch and CuPy are required there: a missing one is a failure, not a skip.
 import pytest
 
 from nccl_world import world1  # noqa: F401 (fixture)
+from loopback_world import cp, one, torch  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.gpu
 
@@ -24,21 +25,6 @@ class CAI:
                                          "version": 2}
 
 
-@pytest.fixture(scope="module")
-def torch():
-    import torch
-
-    assert torch.cuda.is_available(), "no CUDA GPU visible to torch"
-    return torch
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-
-    return cupy
-
-
 @pytest.fixture
 def two(torch):
     import taco
@@ -48,16 +34,6 @@ def two(torch):
     torch.cuda.synchronize()
     for c in comms:
         c.close()
-
-
-@pytest.fixture
-def one(torch):
-    import taco
-
-    comm = taco.loopback(1, codec="taco", fallback_bytes=0)[0]
-    yield comm
-    torch.cuda.synchronize()
-    comm.close()
 
 
 # ------------------------------------------------------------------ x as out

@@ -11,25 +11,11 @@ import warnings
 import pytest
 
 from nccl_world import world1  # noqa: F401 (fixture)
+from loopback_world import cp, one, torch  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.gpu
 
 P = 4
-
-
-@pytest.fixture(scope="module")
-def torch():
-    import torch
-
-    assert torch.cuda.is_available(), "no CUDA GPU visible to torch"
-    return torch
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-
-    return cupy
 
 
 @pytest.fixture(scope="module")
@@ -195,16 +181,6 @@ def test_cupy_fast_path_matches_the_general_path(torch, cp):
 
 
 # ------------------------------------------------------------------ operators
-
-
-@pytest.fixture
-def one(torch):
-    import taco
-
-    comm = taco.loopback(1, codec="taco", fallback_bytes=0)[0]
-    yield comm
-    torch.cuda.synchronize()
-    comm.close()
 
 
 def _opcheck_cases(torch, tt, name, keep):
