@@ -79,7 +79,8 @@ void printUsage(FILE* f) {
           "      --seed N            seed of the input data (default 31424)\n"
           "      --id-file PATH      without MPI: rank 0 writes the NCCL unique ids to PATH, the other\n"
           "                          ranks read them (shared file system; rank and size from RANK/WORLD_SIZE,\n"
-          "                          OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE or SLURM_PROCID/NTASKS)\n"
+          "                          OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE or SLURM_PROCID/NTASKS, the\n"
+          "                          first found)\n"
           "  -h, --help              this text\n"
           "\n"
           "Exit status: 0 success, 1 runtime failure or failed check, 2 bad arguments.\n"
@@ -208,6 +209,7 @@ bool parseBytes(const char* s, size_t* out) {
   if (*end == 'b' || *end == 'B') ++end;   // "MB", "B"
   if (*end != '\0') return false;
   if (v != 0 && mult > (~0ull) / v) return false;
+  if (v * mult > (1ull << 48)) return false;  // 256 TiB: beyond any device, and no wrap when rounded up
   *out = (size_t)(v * mult);
   return true;
 }

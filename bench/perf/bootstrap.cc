@@ -65,11 +65,14 @@ Boot bootstrap(int* argc, char*** argv) {
 #else
   (void)argc;
   (void)argv;
-  // Launchers' conventions, first found wins.
-  static const char* kEnv[][3] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+  // Launchers' conventions, first found wins: torchrun's (RANK) first, since it is the innermost
+  // launcher when it runs under srun or mpirun (whose variables then describe the torchrun
+  // processes, one per node, not the ranks); SLURM's last, since mpirun and PMI inside an
+  // allocation leave SLURM_PROCID/NTASKS of the allocation's step.
+  static const char* kEnv[][3] = {{"RANK", "WORLD_SIZE", "LOCAL_RANK"},
+                                  {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
                                   {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-                                  {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-                                  {"RANK", "WORLD_SIZE", "LOCAL_RANK"}};
+                                  {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}};
   for (auto& e : kEnv) {
     int r = envInt(e[0], -1), s = envInt(e[1], -1);
     if (r >= 0 && s >= 1 && r < s) {

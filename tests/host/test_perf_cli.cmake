@@ -40,6 +40,9 @@ expect(2 "error: -b \\(minimum size, 1024 bytes\\) is larger than -e \\(maximum 
 expect(2 "error: -b: '12Q' is not a size" -b 12Q)
 expect(2 "error: -e: '-5' is not a size" -e -5)
 expect(2 "error: -b: the size must be > 0" -b 0)
+# sizes beyond 256 TiB are refused, not wrapped when the buffers are rounded up
+expect(2 "error: -e: '18446744073709551615' is not a size" -e 18446744073709551615)
+expect(2 "error: -e: '300T' is not a size" -e 300T)
 expect(2 "error: --maxbytes: 'lots' is not a size" --maxbytes lots)
 expect(2 "error: -f: '1' is not an integer >= 2" -f 1)
 expect(2 "error: -f and -i are exclusive" -f 2 -i 1M)
