@@ -1,5 +1,7 @@
 // Exported entry points of the AllReduce tuner (docs/tuning.md): argument checks, then one
 // call into coll/tune.cc. Failures are also recorded on the communicator.
+#include <vector>
+
 #include "api/argcheck.h"
 #include "coll/tune.h"
 #include "coll/tune_state.h"
@@ -10,11 +12,16 @@ using namespace taco;
 
 extern "C" {
 
+// The tuner runs collectives on the communicators for seconds: they are held for it, as for a
+// call (core/comm.h), so another thread cannot destroy or use them meanwhile.
 TACO_API tacoResult_t tacoCommTune(tacoComm_t comm, tacoDataType_t datatype, tacoStream_t stream) {
   TACO_CHECK(checkComm(comm, "tacoCommTune"));
-  tacoResult_t r = checkDatatype(datatype, "tacoCommTune");
+  bool taken = false;
+  tacoResult_t r = commAcquire(comm, "tacoCommTune", &taken);
+  if (r == tacoSuccess) r = checkDatatype(datatype, "tacoCommTune");
   if (r == tacoSuccess) r = tuneCommunicator(comm, datatype, stream, "tacoCommTune");
   if (r != tacoSuccess) commRecordError(comm);
+  commRelease(comm, taken);
   return r;
 }
 
@@ -26,9 +33,17 @@ TACO_API tacoResult_t tacoCommTuneLoopback(tacoComm_t* comms, int nranks, tacoDa
     if (!commIsLive(comms[r]))
       return setError(tacoInvalidArgument, "tacoCommTuneLoopback: comms[%d] is %s", r,
                       comms[r] == nullptr ? "NULL" : "not a live communicator (destroyed, or not one)");
-  tacoResult_t r = checkDatatype(datatype, "tacoCommTuneLoopback");
+  std::vector<bool> taken(nranks, false);
+  tacoResult_t r = tacoSuccess;
+  for (int q = 0; q < nranks && r == tacoSuccess; ++q) {
+    bool t = false;
+    r = commAcquire(comms[q], "tacoCommTuneLoopback", &t);
+    taken[q] = t;
+  }
+  if (r == tacoSuccess) r = checkDatatype(datatype, "tacoCommTuneLoopback");
   if (r == tacoSuccess) r = tuneLoopback(comms, nranks, datatype, stream, "tacoCommTuneLoopback");
   if (r != tacoSuccess) commRecordError(comms[0]);
+  for (int q = 0; q < nranks; ++q) commRelease(comms[q], taken[q]);
   return r;
 }
 

@@ -48,10 +48,16 @@ tacoResult_t commAcquire(tacoComm* c, const char* op, bool* taken) {
 }
 
 void commRelease(tacoComm* c, bool taken) {
-  if (taken && c->pendingOps == 0) c->user.store(0, std::memory_order_release);
+  if (!taken) return;
+  if (c->pendingOps == 0) c->user.store(0, std::memory_order_release);
+  else c->heldForGroup = true;  // kept for the open group: its tacoGroupEnd gives it back
 }
 
 void commReleaseAfterGroup(tacoComm* c) {
+  // Only a hold the group kept: a group the library runs inside a call (the tuner's, at the first
+  // AllReduce) must not give back the hold of the call around it.
+  if (!c->heldForGroup) return;
+  c->heldForGroup = false;
   uintptr_t me = commThreadToken();
   c->user.compare_exchange_strong(me, 0, std::memory_order_release);
 }

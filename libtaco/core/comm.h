@@ -75,6 +75,9 @@ struct tacoComm {
   // refused (tacoInvalidUsage) instead of racing on the streams, the workspace and the
   // transport (NCCL takes one call at a time per communicator too).
   std::atomic<uintptr_t> user{0};
+  // The hold of `user` was kept past a call for the collectives it queued in an open group, and
+  // that group's end gives it back (written by the holding thread only).
+  bool heldForGroup = false;
 };
 
 namespace taco {
@@ -95,7 +98,7 @@ uintptr_t commThreadToken();
 // collective queued in its open group).
 tacoResult_t commAcquire(tacoComm* c, const char* op, bool* taken);
 // Gives the communicator back, unless collectives of it are queued in the thread's open group
-// (tacoGroupEnd gives it back then: commReleaseAfterGroup).
+// (tacoGroupEnd gives it back then: commReleaseAfterGroup, which gives back only a hold kept so).
 void commRelease(tacoComm* c, bool taken);
 void commReleaseAfterGroup(tacoComm* c);
 }  // namespace taco
