@@ -26,6 +26,7 @@ import functools
 import importlib.resources
 import os
 import re
+import threading
 from pathlib import Path
 
 import cffi
@@ -248,9 +249,24 @@ class _Loaded:
         self.constants = known
 
 
-@functools.lru_cache(maxsize=None)
+# One FFI and one library per process, also when threads make their first calls at once: cdata of
+# two FFIs do not mix ("the types are different"), and lru_cache does not serialise first calls.
+_LOAD_LOCK = threading.RLock()  # re-entered: the library's load parses the header first
+_LOADED: dict = {}
+
+
+def _once(key: str, make):
+    v = _LOADED.get(key)
+    if v is None:
+        with _LOAD_LOCK:
+            v = _LOADED.get(key)
+            if v is None:
+                v = _LOADED[key] = make()
+    return v
+
+
 def _loaded() -> _Loaded:
-    return _Loaded(header_path())
+    return _once("header", lambda: _Loaded(header_path()))
 
 
 def ffi() -> cffi.FFI:
@@ -258,9 +274,12 @@ def ffi() -> cffi.FFI:
     return _loaded().ffi
 
 
-@functools.lru_cache(maxsize=None)
 def lib():
     """The dlopen'ed libtaco (cached). Raises LibraryNotFoundError if absent."""
+    return _once("lib", _dlopen)
+
+
+def _dlopen():
     path = library_path()
     try:
         return ffi().dlopen(path)

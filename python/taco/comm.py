@@ -163,6 +163,8 @@ def register(obj: Any, name: str | None = None, *, prefix: str = "comm") -> str:
         if current and _names.get(current) is obj:
             return current
         name = f"{prefix}-{next(_name_ids)}"
+        while _names.get(name) is not None and not getattr(_names[name], "closed", False):
+            name = f"{prefix}-{next(_name_ids)}"  # a user took this one: a new name is never a collision
     elif not isinstance(name, str) or not name:
         raise TypeError(f"name: expected a non-empty string, got {name!r}")
     other = _names.get(name)
@@ -445,6 +447,8 @@ class Communicator:
         do nothing."""
         if self._h is not None:
             lib = _lib.lib()
+            # Cleared first, so that no other thread of this process uses the handle while it is
+            # freed; restored below if the library refused (another thread's call holds it).
             h, self._h, self._ended = self._h, None, "aborted"
             rc = lib.tacoCommAbort(h)
             if rc == lib.tacoInvalidUsage:  # another thread is using it: nothing was freed

@@ -193,3 +193,44 @@ def test_a_compressed_output_tensor_is_marked_written():
     v = out._version
     taco.compress(np.ones(64, np.float32), "taco", out=out)
     assert out._version > v
+
+
+# ---------------------------------------------------------------- names and first use
+
+
+def test_an_automatic_name_skips_names_a_user_took():
+    """register(obj) with no name never collides with a name the user registered first (which would
+    make the constructor raise after the C communicator existed, leaking it)."""
+    class Obj:
+        closed = False
+
+    nxt = next(comm_mod._name_ids) + 1  # the next automatic number
+    held = [Obj() for _ in range(3)]  # kept alive: the registry holds its objects weakly
+    for k, obj in zip(range(nxt, nxt + 3), held):
+        comm_mod.register(obj, f"comm-{k}")
+    fresh = Obj()
+    name = comm_mod.register(fresh)
+    assert name not in {f"comm-{k}" for k in range(nxt, nxt + 3)} and comm_mod.lookup(name) is fresh
+
+
+def test_first_use_from_threads_loads_one_ffi_and_one_library():
+    """Threads that make their first calls at once share one FFI and one library (cdata of two FFIs
+    do not mix)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import threading, taco._lib as L
+        seen, go = [], threading.Barrier(8)
+        def first():
+            go.wait()
+            seen.append((id(L.ffi()), id(L.lib())))
+        ts = [threading.Thread(target=first) for _ in range(8)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        print(len({a for a, _ in seen}), len({b for _, b in seen}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"], out.stdout
