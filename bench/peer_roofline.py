@@ -13,6 +13,12 @@ scales), P ranks (reads + writes, every pass over HBM counted once):
   one-shot:       read the input, write it compressed (N w), read all P (P N w), write N e
   raw one-shot:   the same with the input bytes as the wire (w = e)
   staged two-shot moves the fused path's bytes plus a device copy of every exchanged byte.
+The model counts every byte as an HBM byte. In a loopback launch the P ranks read the same
+scratch at about the same time, so some reads hit the 50 MB L2 instead: the one-shot's P reads
+of every wire (62 % of its bytes at P = 8), the gather's reads of the reduced pieces. A fraction
+can then exceed 1 (the raw one-shot at P = 8 in fp32 has), and the one-shot's fractions read
+higher than the fused path's for the same HBM efficiency; Nsight Compute's dram__bytes says
+what actually went to HBM.
 
     TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py [--ranks 4] [--mbytes 256]
     TACO_LIBRARY=build/libtaco.so python bench/peer_roofline.py --all [--algos fused,oneshot]
