@@ -14,7 +14,9 @@
 //   4. combine the ranks' times by the max through the transport's plain AllReduce (each rank
 //      writes its row, zeros elsewhere: a sum that is a gather, exact in fp32), derive the
 //      table, and compare its hash across ranks the same way;
-//   5. install it for the world, and write it to the cache from rank 0.
+//   5. install it for the world, and write it to the cache from rank 0, unless it lacks something a
+//      later job could measure: sizes cut for memory, or a candidate lost for a reason that may not
+//      recur (tuneTableUncacheable).
 // Steps that can fail on one rank end in an agreement, so no rank goes on alone. The ranks, inputs
 // and agreement are coll/tune_world.h; the check of step 2, coll/tune_check.h.
 #include "coll/tune.h"
@@ -203,7 +205,7 @@ bool streamCapturing(cudaStream_t s) {
 
 // The measurement proper (the caller has suspended the thread's group).
 tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
-  const std::vector<size_t> allBuckets = tuneBuckets(envParams().tuneMaxBytes);
+  const size_t asked = tuneBuckets(envParams().tuneMaxBytes).back();
   const size_t granule = planGranule(x.c0->codec);
   const size_t smallCount = 3 * (size_t)x.P * granule + 5;
   const AlgoInputs in = algoInputs(x.c0, 1, x.dtype);
@@ -211,17 +213,22 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   // 1. The largest size every rank can afford: the buffers within half of the free memory.
   size_t freeB = 0, totalB = 0;
   if (cudaMemGetInfo(&freeB, &totalB) != cudaSuccess) (void)cudaGetLastError(), freeB = 0;
-  size_t maxBytes = allBuckets.back();
+  size_t maxBytes = asked;
   auto need = [&](size_t m) {
     const size_t check = std::min(m, kCheckLargeBytes) + 64 * x.eb;
     return x.world.size() * 2 * std::max(m, check) + ((size_t)x.P + 2) * 2 * check;
   };
   while (maxBytes > kTuneMinBytes && need(maxBytes) > freeB / 2) maxBytes /= 2;
+  // Agreed: the sizes asked for (the least of the ranks' settings) and those measured.
   std::vector<std::vector<float>> rows;
-  TACO_CHECK(gatherRows(x, {(float)std::log2((double)maxBytes)}, &rows));
-  for (const auto& r : rows) maxBytes = std::min(maxBytes, (size_t)1 << (int)r[0]);
+  TACO_CHECK(gatherRows(x, {(float)std::log2((double)asked), (float)std::log2((double)maxBytes)}, &rows));
+  size_t requested = asked;
+  for (const auto& r : rows) {
+    requested = std::min(requested, (size_t)1 << (int)r[0]);
+    maxBytes = std::min(maxBytes, (size_t)1 << (int)r[1]);
+  }
   const std::vector<size_t> buckets = tuneBuckets(maxBytes);
-  if (maxBytes < allBuckets.back())
+  if (maxBytes < requested)
     TACO_INFO("tune: sizes up to %zu bytes (TACO_TUNE_MAX_BYTES %zu; free device memory %zu bytes)", maxBytes,
               envParams().tuneMaxBytes, freeB);
   const size_t largeCount = std::max(smallCount, std::min(maxBytes, kCheckLargeBytes) / x.eb) + 7;
@@ -244,8 +251,11 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
 
   // 2. Check: a candidate is demoted when any rank sees it fail. The ranks agree after every
   // check, so that they all run the same calls (the fused check's oracle is collective).
-  uint32_t demoted = 0;
+  // A demotion is `transient` (the table is then not cached) unless every rank that failed saw a
+  // bit mismatch that would recur: a timeout, an error or TACO_TUNE_FAULT may not.
+  uint32_t demoted = 0, transient = 0;
   bool peerFailed = false;
+  const int fault = tuneFaultAlgo();
   for (int c = 0; c < kNumCandidates; ++c) {
     const int algo = candidateAlgo(c);
     if (algo == tacoAlgoPlain || algo == tacoAlgoStaged || c == kCandFusedLarge || algoAutoExcluded(algo, in) != nullptr)
@@ -255,13 +265,15 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
       bool gaveUp = false;
       if (!peerFailed) why = check(x, algo, count, &gaveUp);
       else why = std::string(algoName(algo)) + ": not run: a peer-memory kernel gave up waiting earlier";
-      TACO_CHECK(gatherRows(x, {why.empty() ? 0.0f : 1.0f, gaveUp ? 1.0f : 0.0f}, &rows));
+      const bool mayPass = !why.empty() && (gaveUp || fault == algo || !tuneFailureRecurs(why));
+      TACO_CHECK(gatherRows(x, {why.empty() ? 0.0f : 1.0f, gaveUp ? 1.0f : 0.0f, mayPass ? 1.0f : 0.0f}, &rows));
       const std::vector<float> agreed = combineMax(rows);
       peerFailed = peerFailed || agreed[1] != 0;
       if (agreed[0] == 0) continue;
       if (why.empty()) why = std::string(algoName(algo)) + " at " + std::to_string(count) +
                              " elements: failed its check on another rank";
       demoted |= 1u << c;
+      if (agreed[2] != 0) transient |= 1u << c;
       TACO_WARN("tune: %s is demoted on this communicator: %s", algoName(algo), why.c_str());
       *notes += (notes->empty() ? "" : "; ") + why;
       break;
@@ -269,7 +281,8 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   }
   if (peerFailed)  // every peer-memory algorithm, checked or not: their epochs no longer agree
     for (int c = 0; c < kNumCandidates; ++c)
-      if (isPeerAlgo(candidateAlgo(c)) && algoAutoExcluded(candidateAlgo(c), in) == nullptr) demoted |= 1u << c;
+      if (isPeerAlgo(candidateAlgo(c)) && algoAutoExcluded(candidateAlgo(c), in) == nullptr)
+        demoted |= 1u << c, transient |= 1u << c;
 
   // 2b. The fused two-shot with a scratch kLargeChunkFactor times larger: where the communicator's
   // own takes several launches a call, if the route gives every rank the larger one. Everything
@@ -289,19 +302,24 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
     if (cudaMemGetInfo(&freeNow, &totalNow) != cudaSuccess) (void)cudaGetLastError(), freeNow = 0;
     const size_t largeBytes = peerScratchBytes(largeChunk, x.P, x.c0->codec) * x.world.size();
     TACO_CHECK(gatherRows(x, {largeBytes > freeNow / 2 ? 1.0f : 0.0f}, &rows));
-    if (largeAt[last] && combineMax(rows)[0] != 0)
+    if (largeAt[last] && combineMax(rows)[0] != 0) {
       TACO_INFO("tune: fused-large is not measured: its scratch (%zu bytes here) does not fit in half of the free "
                 "device memory on every rank", largeBytes);
-    else if (largeAt[last]) {
+      transient |= 1u << kCandFusedLarge;  // another job may have the memory
+    } else if (largeAt[last]) {
       TACO_CHECK(peerMemoryCreateSized(x.world, largeChunk, &large.other));
+      if (!large.ready()) transient |= 1u << kCandFusedLarge;  // the route refused it: mostly for memory
       if (large.ready()) {
         const std::string why = checkLarge(x, large, buckets[last] / x.eb);
-        TACO_CHECK(gatherRows(x, {why.empty() ? 0.0f : 1.0f}, &rows));
-        if (combineMax(rows)[0] != 0) {
+        const bool mayPass = !why.empty() && !tuneFailureRecurs(why);
+        TACO_CHECK(gatherRows(x, {why.empty() ? 0.0f : 1.0f, mayPass ? 1.0f : 0.0f}, &rows));
+        const std::vector<float> agreed = combineMax(rows);
+        if (agreed[0] != 0) {
           const std::string said = why.empty() ? "fused-large: failed its check on another rank" : why;
           TACO_WARN("tune: fused-large is demoted on this communicator: %s", said.c_str());
           *notes += (notes->empty() ? "" : "; ") + said;
           demoted |= 1u << kCandFusedLarge;
+          if (agreed[1] != 0) transient |= 1u << kCandFusedLarge;
           large.release();
         }
       }
@@ -340,6 +358,9 @@ tacoResult_t measure(Ctx& x, TuneTable* table, std::string* notes) {
   TACO_CHECK(gatherRows(x, flat, &rows));
   if (!tuneTableFrom(tuneKeyOf(x.c0, x.dtype), buckets, combineMax(rows), table))
     return setError(tacoInternalError, "%s: the tuner's rows do not make a table", x.op);
+  table->requestedBytes = requested;
+  table->transient = transient;
+  table->hash = tuneHash(*table);
   // The ranks compare the hash of the numbers (their keys may differ: a node of mixed GPUs keys its
   // ranks' tables apart, and its ranks then find no common cached table and measure again).
   TuneTable numbers = *table;
@@ -429,7 +450,12 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
     std::vector<int> choice;
     for (size_t b = 0; b < table.bytes.size(); ++b)
       choice.push_back(tunedAutoCandidate(x.c0, table.us[b], table.bytes[b] / x.eb, dtype));
-    if (!tuneCacheStore(path, table, notes, &why, &choice)) TACO_WARN("tune: the table was not written to the cache: %s", why.c_str());
+    const std::string partial = tuneTableUncacheable(table);
+    if (!partial.empty())
+      TACO_WARN("tune: the %s table is used by this process but not written to the cache (a later job measures "
+                "again): %s", dtypeName(dtype), partial.c_str());
+    else if (!tuneCacheStore(path, table, notes, &why, &choice))
+      tuneCacheWarn("tune: the table was not written to the cache: " + why);
     else TACO_INFO("tune: the table was written to %s", path.c_str());
   }
   return tacoSuccess;

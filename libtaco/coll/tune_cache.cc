@@ -1,10 +1,13 @@
 #include "coll/tune_cache.h"  // tests/host/test_tune_cache.cc compiles this file directly
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <locale.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,14 +15,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <new>
+#include <set>
 
 #include "core/json.h"
+#include "core/log.h"
 #include "core/params.h"
 
 namespace taco {
 namespace {
 
 constexpr const char* kFormat = "libtaco-tune-1";
+// How this writer starts every file: a file that starts so but does not parse is a damaged cache
+// of ours (a hand edit, a copy cut short), not someone's file that TACO_TUNE_FILE points at.
+constexpr const char* kHead = "{\"format\": \"libtaco-tune-1\"";
+// A temporary file this old is a killed writer's (a live one renames it within milliseconds).
+constexpr time_t kStaleSeconds = 3600;
 
 // Numbers are written and read in the C locale whatever the process set (a decimal comma
 // would break the file), without touching the process's locale.
@@ -48,20 +60,105 @@ std::string fmt(const char* f, ...) {
   return buf;
 }
 
-bool readFile(const std::string& path, std::string* text, int* err) {
-  FILE* f = fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *err = errno;
-    return false;
+// What is at the path, as far as the cache is concerned.
+enum class FileState {
+  kOk,         // a regular file of this format: its tables
+  kAbsent,     // nothing there
+  kUnreadable, // it may be a cache, but reading it failed (EACCES, EIO, EMFILE...)
+  kForeign,    // not a regular file, too large, not JSON, or JSON of another kind: not ours to touch
+  kOtherVersion,  // another libtaco version's cache
+  kDamaged,    // this writer's file, damaged
+};
+
+std::string kindOf(mode_t m) {
+  if (S_ISDIR(m)) return "is a directory, not a regular file";
+  if (S_ISFIFO(m)) return "is a FIFO, not a regular file";
+  if (S_ISCHR(m)) return "is a character device, not a regular file";
+  if (S_ISBLK(m)) return "is a block device, not a regular file";
+  if (S_ISSOCK(m)) return "is a socket, not a regular file";
+  return "is not a regular file";
+}
+
+// Refuses what is not a regular file of at most kTuneCacheMaxBytes (true with `why`).
+bool refused(const std::string& path, const struct stat& s, std::string* why) {
+  if (!S_ISREG(s.st_mode)) {
+    *why = path + " " + kindOf(s.st_mode);
+    return true;
   }
-  char buf[65536];
-  size_t n;
+  if ((unsigned long long)s.st_size > kTuneCacheMaxBytes) {
+    *why = path + fmt(" holds %llu bytes, more than a table cache may (%zu)", (unsigned long long)s.st_size,
+                      kTuneCacheMaxBytes);
+    return true;
+  }
+  return false;
+}
+
+// Reads the file at `path` (links followed). Only a regular file is opened, and non-blocking: a
+// device could be endless (/dev/zero), a FIFO would block. *st: what it is, when it exists.
+FileState readFile(const std::string& path, std::string* text, struct stat* st, std::string* why) {
+  if (stat(path.c_str(), st) != 0) {
+    *why = path + ": " + strerror(errno);
+    return errno == ENOENT ? FileState::kAbsent : FileState::kUnreadable;
+  }
+  if (refused(path, *st, why)) return FileState::kForeign;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *why = path + ": " + strerror(errno);
+    return errno == ENOENT ? FileState::kAbsent : FileState::kUnreadable;
+  }
+  if (fstat(fd, st) != 0) {
+    *why = path + ": " + strerror(errno);
+    close(fd);
+    return FileState::kUnreadable;
+  }
+  if (refused(path, *st, why)) {  // replaced since the stat
+    close(fd);
+    return FileState::kForeign;
+  }
   text->clear();
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text->append(buf, n);
-  const bool ok = !ferror(f);
-  *err = ok ? 0 : EIO;
-  fclose(f);
-  return ok;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = path + ": " + strerror(errno);
+      close(fd);
+      return FileState::kUnreadable;
+    }
+    if (n == 0) break;
+    if (text->size() + (size_t)n > kTuneCacheMaxBytes) {  // grew since the stat
+      *why = path + fmt(" holds more bytes than a table cache may (%zu)", kTuneCacheMaxBytes);
+      close(fd);
+      return FileState::kForeign;
+    }
+    text->append(buf, (size_t)n);
+  }
+  close(fd);
+  return FileState::kOk;
+}
+
+// `path` with its symbolic links followed, as long as its last component is one (a relative link
+// from the link's directory): the file a store replaces, so that the link stays a link.
+bool followLinks(const std::string& path, std::string* target, std::string* why) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat s;
+    if (lstat(p.c_str(), &s) != 0 || !S_ISLNK(s.st_mode)) {  // absent, or not a link: this one
+      *target = p;
+      return true;
+    }
+    char buf[PATH_MAX];
+    const ssize_t n = readlink(p.c_str(), buf, sizeof(buf));
+    if (n < 0 || (size_t)n >= sizeof(buf)) {
+      *why = "cannot read the symbolic link " + p + ": " + (n < 0 ? strerror(errno) : "its target is too long");
+      return false;
+    }
+    const std::string link(buf, (size_t)n);
+    const size_t slash = p.rfind('/');
+    p = (!link.empty() && link[0] == '/') || slash == std::string::npos ? link : p.substr(0, slash + 1) + link;
+  }
+  *why = path + ": too many levels of symbolic links";
+  return false;
 }
 
 // mkdir -p of the directory holding `path`.
@@ -88,6 +185,12 @@ bool parseSizeText(const std::string& s, size_t* out) {
   if (errno != 0 || *end != '\0') return false;
   *out = (size_t)v;
   return true;
+}
+
+std::string columnsText(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
 }
 
 // The entry `e` as a table, or false with `why`.
@@ -119,14 +222,32 @@ bool entryTable(const JsonValue& e, TuneTable* out, std::string* why) {
     *why = "its buckets do not start at 4096";
     return false;
   }
+  // The columns must be this libtaco's candidates, each once: a table written by a build without
+  // one of them would never choose it here, so it is measured again instead.
   std::vector<int> column;  // candidate of each column
+  std::vector<std::string> names;
+  uint32_t seen = 0;
   for (const JsonValue& a : algos->items) {
     const int c = a.kind == JsonValue::kString ? candidateByName(a.text.c_str()) : -1;
     if (c < 0) {
-      *why = "unknown algorithm column " + (a.kind == JsonValue::kString ? "'" + a.text + "'" : std::string("?"));
+      *why = "unknown algorithm column " + (a.kind == JsonValue::kString ? "'" + a.text + "'" : std::string("?")) +
+             " (written by another libtaco build)";
       return false;
     }
+    if (seen >> c & 1u) {
+      *why = "algorithm column '" + a.text + "' appears twice";
+      return false;
+    }
+    seen |= 1u << c;
     column.push_back(c);
+    names.push_back(a.text);
+  }
+  if (seen != (1u << kNumCandidates) - 1) {
+    std::vector<std::string> mine;
+    for (int c = 0; c < kNumCandidates; ++c) mine.push_back(candidateName(c));
+    *why = "its algorithm columns (" + columnsText(names) + ") are not this libtaco's (" + columnsText(mine) +
+           "): written by another build";
+    return false;
   }
   if (us->items.size() != t.bytes.size()) {
     *why = "it has " + std::to_string(us->items.size()) + " rows of times for " + std::to_string(t.bytes.size()) +
@@ -161,6 +282,16 @@ bool entryTable(const JsonValue& e, TuneTable* out, std::string* why) {
     }
     t.demoted |= 1u << c;
   }
+  // The largest size asked for (absent from entries written before it was recorded).
+  if (const JsonValue* asked = e.get("max_bytes")) {
+    size_t v = 0;
+    if (asked->kind != JsonValue::kNumber || !parseSizeText(asked->text, &v) || v < kTuneMinBytes ||
+        (v & (v - 1)) != 0) {
+      *why = "its max_bytes is not a power of two from 4096 up";
+      return false;
+    }
+    t.requestedBytes = v;
+  }
   char* end = nullptr;
   const unsigned long long h = strtoull(hash->text.c_str(), &end, 16);
   if (hash->text.size() != 16 || *end != '\0') {
@@ -173,80 +304,161 @@ bool entryTable(const JsonValue& e, TuneTable* out, std::string* why) {
                (unsigned long long)t.hash);
     return false;
   }
+  if (t.requestedBytes != 0 && t.bytes.back() < t.requestedBytes) {  // never written so by this library
+    *why = "it was measured up to " + std::to_string(t.bytes.back()) + " bytes of the " +
+           std::to_string(t.requestedBytes) + " asked for";
+    return false;
+  }
   *out = std::move(t);
   return true;
 }
 
-// The file's tables, or false with `why` (absent: *absent).
-bool readTables(const std::string& path, std::vector<JsonValue>* tables, bool* absent, std::string* why) {
+// The file's tables (kOk), or what is there instead, with `why`. *st: the file's type and mode.
+FileState readTables(const std::string& path, std::vector<JsonValue>* tables, struct stat* st, std::string* why) {
   std::string text;
-  int err = 0;
-  *absent = false;
-  if (!readFile(path, &text, &err)) {
-    *absent = err == ENOENT;
-    *why = path + ": " + strerror(err);
-    return false;
-  }
+  const FileState state = readFile(path, &text, st, why);
+  if (state != FileState::kOk) return state;
+  const bool ours = text.compare(0, strlen(kHead), kHead) == 0;
   JsonValue doc;
   std::string perr;
   if (!jsonParse(text, &doc, &perr)) {
     *why = path + " is not JSON (" + perr + ")";
-    return false;
+    return ours ? FileState::kDamaged : FileState::kForeign;
   }
   const JsonValue* format = doc.get("format");
   const JsonValue* list = doc.get("tables");
-  if (!format || format->kind != JsonValue::kString || format->text != kFormat || !list ||
-      list->kind != JsonValue::kArray) {
-    *why = path + " is not a libtaco table cache (format '" + std::string(kFormat) + "' with a list of tables)";
-    return false;
+  const bool formatted = format != nullptr && format->kind == JsonValue::kString;
+  if (formatted && format->text == kFormat && list != nullptr && list->kind == JsonValue::kArray) {
+    *tables = std::move(doc.members["tables"].items);
+    return FileState::kOk;
   }
-  *tables = list->items;
-  return true;
+  if (formatted && format->text != kFormat && format->text.compare(0, 13, "libtaco-tune-") == 0) {
+    *why = path + " is the table cache of another libtaco version (format '" + format->text + "'; this one reads '" +
+           kFormat + "')";
+    return FileState::kOtherVersion;
+  }
+  *why = path + " is not a libtaco table cache (format '" + std::string(kFormat) + "' with a list of tables)";
+  return ours || (formatted && format->text == kFormat) ? FileState::kDamaged : FileState::kForeign;
 }
 
-// The read-modify-write of tuneCacheStore, under its lock.
-bool storeLocked(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why,
+// Removes the temporary files of `target` that a killed writer left (best effort).
+void removeStaleTemporaries(const std::string& target) {
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  const std::string prefix = (slash == std::string::npos ? target : target.substr(slash + 1)) + ".tmp.";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  const time_t now = time(nullptr);
+  while (const struct dirent* e = readdir(d)) {
+    if (strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    const std::string p = dir + "/" + e->d_name;
+    struct stat s;
+    if (lstat(p.c_str(), &s) == 0 && S_ISREG(s.st_mode) && s.st_mtime + kStaleSeconds < now) (void)unlink(p.c_str());
+  }
+  closedir(d);
+}
+
+// The read-modify-write of tuneCacheStore, under its lock; `target` is no symbolic link.
+bool storeLocked(const std::string& target, const TuneTable& t, const std::string& notes, std::string* why,
                  const std::vector<int>* choice) {
   std::vector<JsonValue> tables;
-  bool absent = false;
-  std::string ignored;
-  if (!readTables(path, &tables, &absent, &ignored)) tables.clear();  // unreadable or damaged: replaced
+  struct stat st;
+  std::string rwhy;
+  const FileState state = readTables(target, &tables, &st, &rwhy);
+  switch (state) {
+    case FileState::kOk:
+    case FileState::kAbsent:
+      break;
+    case FileState::kUnreadable:
+      *why = rwhy + ": nothing written, so that the tables it may hold are not lost";
+      return false;
+    case FileState::kForeign:
+    case FileState::kOtherVersion:
+      *why = rwhy + ": left as it is and nothing written (point TACO_TUNE_FILE at another file, or remove it)";
+      return false;
+    case FileState::kDamaged: {
+      const std::string bad = target + ".bad";
+      if (rename(target.c_str(), bad.c_str()) != 0) {
+        *why = rwhy + ": cannot move it to " + bad + ": " + strerror(errno) + "; nothing written";
+        return false;
+      }
+      TACO_WARN("tune: %s: a damaged table cache, moved to %s; a new one is written in its place", rwhy.c_str(),
+                bad.c_str());
+      tables.clear();
+      break;
+    }
+  }
   JsonValue entry;
   std::string perr;
   if (!jsonParse(tuneTableJson(t, notes, choice), &entry, &perr)) {
     *why = "internal error: a table does not serialise (" + perr + ")";
     return false;
   }
-  bool replaced = false;
+  // One entry per key: the first of its key becomes this one, any later ones go.
+  std::vector<JsonValue> kept;
+  bool placed = false;
   for (JsonValue& e : tables) {
     const JsonValue* k = e.get("key");
-    if (k != nullptr && k->kind == JsonValue::kString && k->text == t.key) e = entry, replaced = true;
+    if (k != nullptr && k->kind == JsonValue::kString && k->text == t.key) {
+      if (!placed) kept.push_back(entry), placed = true;
+      continue;
+    }
+    kept.push_back(std::move(e));
   }
-  if (!replaced) tables.push_back(entry);
+  if (!placed) kept.push_back(entry);
   std::string text = std::string("{\"format\": \"") + kFormat + "\", \"tables\": [\n";
-  for (size_t k = 0; k < tables.size(); ++k) text += (k ? ",\n  " : "  ") + jsonWrite(tables[k]);
+  for (size_t k = 0; k < kept.size(); ++k) text += (k ? ",\n  " : "  ") + jsonWrite(kept[k]);
   text += "\n]}\n";
+  removeStaleTemporaries(target);
   static std::atomic<unsigned> serial{0};
-  const std::string tmp = path + fmt(".tmp.%d.%u", (int)getpid(), serial.fetch_add(1));
-  FILE* f = fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
+  const std::string tmp = target + fmt(".tmp.%d.%u", (int)getpid(), serial.fetch_add(1));
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) {
     *why = "cannot write " + tmp + ": " + strerror(errno);
     return false;
   }
-  const bool wrote = fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool flushed = fflush(f) == 0 && fsync(fileno(f)) == 0;
-  if (fclose(f) != 0 || !wrote || !flushed) {
-    *why = "cannot write " + tmp + ": " + strerror(errno);
+  if (state == FileState::kOk) (void)fchmod(fd, st.st_mode & 07777);  // the replaced file's permissions (a shared cache)
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += (size_t)n;
+  }
+  const bool ok = done == text.size() && fsync(fd) == 0;
+  const int err = errno;
+  if (close(fd) != 0 || !ok) {
+    *why = "cannot write " + tmp + ": " + strerror(ok ? errno : err);
     unlink(tmp.c_str());
     return false;
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    *why = "cannot rename " + tmp + " to " + path + ": " + strerror(errno);
+  if (rename(tmp.c_str(), target.c_str()) != 0) {
+    *why = "cannot rename " + tmp + " to " + target + ": " + strerror(errno);
     unlink(tmp.c_str());
     return false;
   }
   return true;
 }
+
+// The lock beside the cache: writers of this file take turns (flock), so that two jobs, or two
+// communicators of one process, storing at once both keep their tables. Where flock is not
+// supported the rename alone still keeps the file whole. 0666 (less the umask): every user who
+// shares the cache can lock it.
+class CacheLock {
+ public:
+  explicit CacheLock(const std::string& target) : fd_(open((target + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
+    while (fd_ >= 0 && flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~CacheLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_;
+};
 
 }  // namespace
 
@@ -283,7 +495,9 @@ std::string tuneTableJson(const TuneTable& t, const std::string& notes, const st
   bool first = true;
   for (int k = 0; k < kNumCandidates; ++k)
     if (t.demoted >> k & 1u) s += std::string(first ? "" : ", ") + "\"" + candidateName(k) + "\"", first = false;
-  s += "], \"notes\": " + jsonQuote(notes);
+  s += "]";
+  if (t.requestedBytes != 0) s += ", \"max_bytes\": " + std::to_string(t.requestedBytes);
+  s += ", \"notes\": " + jsonQuote(notes);
   if (choice != nullptr) {
     s += ", \"choice\": [";
     for (size_t b = 0; b < choice->size(); ++b) s += std::string(b ? ", " : "") + "\"" + candidateName((*choice)[b]) + "\"";
@@ -294,22 +508,32 @@ std::string tuneTableJson(const TuneTable& t, const std::string& notes, const st
 }
 
 int tuneCacheFind(const std::string& path, const std::string& key, TuneTable* out, std::string* why) {
-  std::vector<JsonValue> tables;
-  bool absent = false;
-  if (!readTables(path, &tables, &absent, why)) return absent ? 0 : -1;
-  CNumbers c;
-  for (const JsonValue& e : tables) {
-    const JsonValue* k = e.get("key");
-    if (k == nullptr || k->kind != JsonValue::kString || k->text != key) continue;
-    std::string ewhy;
-    if (!entryTable(e, out, &ewhy)) {
-      *why = path + ": the table for this machine is corrupted: " + ewhy;
+  try {
+    std::vector<JsonValue> tables;
+    struct stat st;
+    const FileState state = readTables(path, &tables, &st, why);
+    if (state != FileState::kOk) return state == FileState::kAbsent ? 0 : -1;
+    CNumbers c;
+    std::string first;  // the first unusable entry's fault, when no entry of the key is usable
+    for (const JsonValue& e : tables) {
+      const JsonValue* k = e.get("key");
+      if (k == nullptr || k->kind != JsonValue::kString || k->text != key) continue;
+      std::string ewhy;
+      if (entryTable(e, out, &ewhy)) return 1;
+      if (first.empty()) first = ewhy;
+    }
+    if (!first.empty()) {
+      *why = path + ": the table for this machine is corrupted or stale: " + first;
       return -1;
     }
-    return 1;
+    *why = path + " has " + std::to_string(tables.size()) + " table(s), none for this machine and configuration";
+    return 0;
+  } catch (const std::bad_alloc&) {
+    *why = path + ": out of host memory while reading it";
+  } catch (const std::exception& e) {
+    *why = path + ": " + e.what();
   }
-  *why = path + " has " + std::to_string(tables.size()) + " table(s), none for this machine and configuration";
-  return 0;
+  return -1;
 }
 
 bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why,
@@ -318,15 +542,35 @@ bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::stri
     *why = "no cache file (set TACO_TUNE_FILE, XDG_CACHE_HOME or HOME)";
     return false;
   }
-  if (!makeParent(path, why)) return false;
-  // Writers of this file take turns (flock on a lock file beside it), so that two jobs, or two
-  // communicators of one process, storing at once both keep their tables. Where flock is not
-  // supported the rename alone still keeps the file whole.
-  const int lockFd = open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lockFd >= 0) (void)flock(lockFd, LOCK_EX);
-  const bool ok = storeLocked(path, t, notes, why, choice);
-  if (lockFd >= 0) close(lockFd);  // releases the lock
-  return ok;
+  try {
+    const std::string refusal = tuneTableUncacheable(t);
+    if (!refusal.empty()) {
+      *why = "the table is not cached: " + refusal;
+      return false;
+    }
+    std::string target;
+    if (!followLinks(path, &target, why) || !makeParent(target, why)) return false;
+    CacheLock lock(target);
+    return storeLocked(target, t, notes, why, choice);
+  } catch (const std::bad_alloc&) {
+    *why = path + ": out of host memory while writing it";
+  } catch (const std::exception& e) {
+    *why = path + ": " + e.what();
+  }
+  return false;
+}
+
+void tuneCacheWarn(const std::string& text) {
+  static std::mutex mu;
+  static std::set<std::string>* said = new std::set<std::string>();  // never destroyed: used at exit too
+  bool first = true;
+  try {
+    std::lock_guard<std::mutex> lock(mu);
+    first = said->insert(text).second;
+  } catch (...) {  // out of memory: said again rather than thrown
+  }
+  if (first) TACO_WARN("%s", text.c_str());
+  else TACO_INFO("%s", text.c_str());
 }
 
 }  // namespace taco

@@ -5,12 +5,14 @@
 //   {"format": "libtaco-tune-1",
 //    "tables": [{"key": "gpu=NVIDIA H200;sms=132;ranks=8;...", "bytes": [4096, ...],
 //                "algos": ["plain", "oneshot-raw", "oneshot", "fused", "fused-large", "staged"],
-//                "us": [[12.5, 8.25, null, ...], ...], "demoted": ["oneshot"],
+//                "us": [[12.5, 8.25, null, ...], ...], "demoted": ["oneshot"], "max_bytes": 268435456,
 //                "notes": "...", "choice": ["oneshot-raw", ...], "hash": "89ab..."}, ...]}
 //
 // Times are microseconds (null: none); the hash is tuneHash() of what the entry holds, so an
 // entry edited or cut short is found out. Writers replace the file whole (a temporary file,
-// then rename), so a reader never sees half a file, whatever other jobs write at once.
+// then rename), so a reader never sees half a file, whatever other jobs write at once. Only a
+// regular file of this format (or none) is ever replaced: anything else at the path is left as
+// it is and nothing is written.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -41,6 +43,9 @@ struct TuneFingerprint {
 // claims=..."
 std::string tuneKey(const TuneFingerprint& f);
 
+// The most a cache file may hold; a larger file is refused unread.
+constexpr size_t kTuneCacheMaxBytes = (size_t)16 << 20;
+
 // The file: TACO_TUNE_FILE when set, else $XDG_CACHE_HOME/taco/tune.json, else
 // $HOME/.cache/taco/tune.json ("" when none of them is set).
 std::string tuneCachePath();
@@ -51,14 +56,26 @@ std::string tuneCachePath();
 std::string tuneTableJson(const TuneTable& t, const std::string& notes, const std::vector<int>* choice = nullptr);
 
 // Reads the entry for `key` from the file at `path`. Returns 1 with *out set when found and
-// intact; 0 when the file is absent or has no entry for the key (`why` says which); -1 when the
-// file cannot be read or parsed, or the entry is corrupted (`why` says what).
+// intact (the first intact one, when the key appears twice); 0 when the file is absent or has no
+// entry for the key (`why` says which); -1 when the file is not a regular file of at most
+// kTuneCacheMaxBytes, cannot be read or parsed, or its entries for the key are corrupted or hold
+// other algorithm columns than this libtaco's (`why` says what). Throws nothing.
 int tuneCacheFind(const std::string& path, const std::string& key, TuneTable* out, std::string* why);
 
-// Puts `t` into the file at `path` in place of any entry with its key (the others kept; a file
-// that does not parse is replaced), creating the directory if needed: written to a temporary
-// file beside it, then renamed over it. False with `why`.
+// Puts `t` into the file at `path` in place of any entry with its key (the others kept), creating
+// the directory if needed: written to a temporary file beside it, then renamed over it. A
+// symbolic link is followed and its target replaced. False with `why`, writing nothing, when `t`
+// must not be cached (tuneTableUncacheable), or the path holds something other than a regular
+// file of this format: a directory, a device, a FIFO, a file that cannot be read (its tables
+// would be lost), another format or another libtaco version's cache. The one exception: a file
+// that starts as this writer's files do but does not parse (a damaged cache) is renamed to
+// `<file>.bad`, with a warning, and replaced. Temporary files a killed writer left behind, an
+// hour old, are removed. Throws nothing.
 bool tuneCacheStore(const std::string& path, const TuneTable& t, const std::string& notes, std::string* why,
                     const std::vector<int>* choice = nullptr);
+
+// Logs a cache problem: at WARN the first time this process meets `text`, at INFO after (the same
+// file is read for every dtype of every communicator).
+void tuneCacheWarn(const std::string& text);
 
 }  // namespace taco

@@ -124,7 +124,7 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
       const std::string key = tuneKeyOf(c0, (tacoDataType_t)d);
       std::string why;
       const int got = tuneCacheFind(path, key, &tables[d], &why);
-      if (got < 0) TACO_WARN("tune: the cached AllReduce table is not used: %s", why.c_str());
+      if (got < 0) tuneCacheWarn("tune: the cached AllReduce table is not used: " + why);  // once per file and fault
       else if (got == 0) TACO_INFO("tune: no cached AllReduce table for %s: %s", dtypeName((tacoDataType_t)d), why.c_str());
       mine.has[d] = got == 1;
       mine.hash[d] = got == 1 ? tables[d].hash : 0;

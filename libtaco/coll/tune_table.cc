@@ -94,21 +94,44 @@ uint64_t tuneHash(const TuneTable& t) {
     }
   }
   fnv64(&h, t.demoted);
+  if (t.requestedBytes != 0) fnv64(&h, t.requestedBytes);
   return h;
+}
+
+std::string tuneTableUncacheable(const TuneTable& t) {
+  if (t.requestedBytes != 0 && (t.bytes.empty() || t.bytes.back() < t.requestedBytes))
+    return "it was measured up to " + std::to_string(t.bytes.empty() ? 0 : t.bytes.back()) + " bytes of the " +
+           std::to_string(t.requestedBytes) + " asked for (TACO_TUNE_MAX_BYTES; the free device memory allowed no more)";
+  std::string names;
+  for (int c = 0; c < kNumCandidates; ++c)
+    if (t.transient >> c & 1u) names += std::string(names.empty() ? "" : ", ") + candidateName(c);
+  if (!names.empty())
+    return "it lacks " + names + " for a reason that may not recur (a timeout, an error, TACO_TUNE_FAULT or no memory "
+           "for its scratch)";
+  return "";
+}
+
+bool tuneFailureRecurs(const std::string& why) {
+  return why.find(" differs from ") != std::string::npos && why.find("TACO_TUNE_FAULT") == std::string::npos;
 }
 
 int nearestBucket(const TuneTable& t, size_t bytes) {
   const int n = (int)t.bytes.size();
   if (n == 0) return -1;
   if (bytes <= t.bytes[0]) return 0;
+  // Compared on a log scale, bytes^2 against the product of the neighbours (in long double: the
+  // product of two sizes can pass 2^64).
+  const long double x = (long double)bytes;
   for (int b = 0; b + 1 < n; ++b) {
     if (bytes > t.bytes[b + 1]) continue;
-    // Between buckets b and b+1: compare on a log scale, bytes^2 against their product
-    // (in long double: the product of two sizes can pass 2^64).
-    const long double x = (long double)bytes;
     return x * x >= (long double)t.bytes[b] * (long double)t.bytes[b + 1] ? b + 1 : b;
   }
-  return n - 1;
+  // Above the last bucket: a complete table's last row stands for every larger call (they run as
+  // chunks of the sizes measured); a table cut short for memory has no row for sizes nearer the
+  // buckets it could not measure, and the model decides those.
+  const long double last = (long double)t.bytes[(size_t)n - 1];
+  const bool cutShort = t.requestedBytes != 0 && t.bytes.back() < t.requestedBytes;
+  return cutShort && x * x >= last * (2 * last) ? -1 : n - 1;
 }
 
 int tunedCandidate(const TuneRow& r, int modelAlgo) {

@@ -51,7 +51,13 @@ struct TuneTable {
   std::vector<size_t> bytes;  // bucket sizes (uncompressed bytes per rank), ascending powers of two
   std::vector<TuneRow> us;    // us[b][cand]: the max over ranks of each rank's median time, or kNoTime
   uint32_t demoted = 0;       // bit c: candidate c failed its check on some rank (agreed like the times)
+  // The largest bucket asked for (TACO_TUNE_MAX_BYTES, the least of the ranks'); 0: not recorded
+  // (an older cache entry). A table whose last bucket is below it was cut short for memory.
+  size_t requestedBytes = 0;
   uint64_t hash = 0;          // tuneHash() of the above
+  // Bit c: candidate c has no times for a reason that may not recur (a peer-memory timeout, an
+  // error, TACO_TUNE_FAULT, no room for its scratch). Agreed; neither hashed nor cached.
+  uint32_t transient = 0;
 };
 
 // The buckets for a largest size of `maxBytes`: 4 KiB, 8 KiB, ... up to the largest power of
@@ -69,11 +75,25 @@ size_t tuneLayoutSize(size_t nBuckets);
 bool tuneTableFrom(const std::string& key, const std::vector<size_t>& bytes, const std::vector<float>& flat,
                    TuneTable* out);
 
-// FNV-1a over the key, the buckets, the times' bits and the demotion flags.
+// FNV-1a over the key, the buckets, the times' bits, the demotion flags and requestedBytes (when
+// recorded: the hashes of entries written without it stay valid).
 uint64_t tuneHash(const TuneTable& t);
 
+// Why `t` must not be cached ("" when it may): it was measured short of the sizes asked for, or
+// some candidate lacks times for a reason that may not recur (`transient`). A later job would
+// take such a table as complete and never measure what it lacks; this process still uses it.
+std::string tuneTableUncacheable(const TuneTable& t);
+
+// Whether a failed check's reason (coll/tune_check.h, and the fused-large check) is a bit
+// mismatch that every later measurement would find too: the output differs from its oracle, not
+// by TACO_TUNE_FAULT. Errors, timeouts and injected faults may not recur.
+bool tuneFailureRecurs(const std::string& why);
+
 // The bucket nearest to `bytes` on a log scale (a size exactly between two buckets goes to the
-// larger); sizes outside the table take its first or last bucket. -1 for an empty table.
+// larger); sizes below the table take its first bucket, sizes above it its last, except in a
+// table cut short for memory (its last bucket below requestedBytes), where sizes nearer the
+// bucket above its last one (from sqrt(2) times the last bucket on) get -1: the model decides
+// those, rather than a row measured far below them. -1 for an empty table too.
 int nearestBucket(const TuneTable& t, size_t bytes);
 
 // The choice among candidates with a time in row `r` when the model picks `modelAlgo`: the

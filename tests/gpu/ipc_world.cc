@@ -22,7 +22,7 @@
 //   tune     peer memory as it comes by default (TACO_PEER_MEMORY unset: it must be cuda-ipc), the
 //            AllReduce tuner (tacoCommTune) with one algorithm made wrong on rank 0 only
 //            (TACO_TUNE_FAULT=fused): every rank must demote it and hold the same table (hash and
-//            choices), rank 0 must have written the cache, the table must leave the one-shots out
+//            choices), the cache must not hold it (an injected fault may not recur), the table must leave the one-shots out
 //            (the ranks' peer kernels are separate launches: algoAutoExcluded), and the AllReduce
 //            that follows, by the table's choice, must give every rank the same bits.
 // A child builds a real communicator with commCreate (coll/comm_init.cc, the path of the NCCL
@@ -1006,15 +1006,16 @@ void runTune(size_t index, const Case& k) {
   // Between processes the one-shots are not chosen automatically (algoAutoExcluded): never timed.
   if (choice.find("\"oneshot") != std::string::npos)
     childFail("%s: a one-shot is chosen between processes: %s", what.c_str(), choice.c_str());
-  if (g.rank == 0) {  // rank 0 wrote the cache: the table is in it
+  if (g.rank == 0) {  // a demotion by TACO_TUNE_FAULT may not recur: the table is used, not cached
     FILE* f = fopen(tuneFile().c_str(), "rb");
     std::string text;
     char buf[4096];
     size_t n;
     while (f != nullptr && (n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
     if (f != nullptr) fclose(f);
-    if (text.find(hash) == std::string::npos)
-      childFail("%s: the cache %s does not hold the table (hash %s)", what.c_str(), tuneFile().c_str(), hash.c_str());
+    if (text.find(hash) != std::string::npos)
+      childFail("%s: the cache %s holds a table demoted by TACO_TUNE_FAULT (hash %s)", what.c_str(),
+                tuneFile().c_str(), hash.c_str());
   }
   int algo = -1;
   r = tacoCommAllReduceAlgo(c, k.count, k.dtype, &algo);

@@ -194,9 +194,9 @@ _DEMOTED = """
             assert comms[0].allreduce_algo(count, "bfloat16") != "oneshot", (count, table["choice"])
     ran = check_against_model(comms, "taco", 40000, 1, "after the demotion")
     assert ran != "oneshot"
-    # The cache holds the demotion too.
-    cached = [t for t in json.load(open(os.environ["TACO_TUNE_FILE"]))["tables"] if t["key"] == table["key"]]
-    assert len(cached) == 1 and cached[0]["demoted"] == ["oneshot"] and cached[0]["hash"] == table["hash"], cached
+    # A demotion by TACO_TUNE_FAULT may not recur: the table is used by this process, not cached.
+    path = os.environ["TACO_TUNE_FILE"]
+    assert not os.path.exists(path) or all(t["key"] != table["key"] for t in json.load(open(path))["tables"])
     close(comms)
     print("OK")
 """

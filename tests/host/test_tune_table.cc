@@ -1,6 +1,6 @@
 // The AllReduce table (libtaco/coll/tune_table.cc): per-rank timings that differ combine into
-// the same table on every rank, ties, demotion, the nearest bucket and the 3 % hysteresis.
-// Pure functions, compiled in.
+// the same table on every rank, ties, demotion, the nearest bucket (none above the measured
+// range), the 3 % hysteresis, and which tables may be cached. Pure functions, compiled in.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -168,19 +168,79 @@ int main() {
   // 760K: log-nearer 1M (ratio 1.35) than 512K (1.48), though linearly nearer 512K (248K vs 264K)
   TEST_ASSERT_EQ_INT(nearestBucket(n, 760 * K), 8);
   TEST_ASSERT_EQ_INT(nearestBucket(n, 1 * M), 8);
-  TEST_ASSERT_EQ_INT(nearestBucket(n, 64 * M), 8);  // beyond the table: its last bucket
+  // Above the last bucket of a complete table: its last row (larger calls run as chunks of the
+  // sizes measured), with the sizes asked for recorded or not.
+  TEST_ASSERT_EQ_INT(nearestBucket(n, 64 * M), 8);
   TEST_ASSERT_EQ_INT(nearestBucket(n, (size_t)-1), 8);
+  n.requestedBytes = 1 * M;
+  TEST_ASSERT_EQ_INT(nearestBucket(n, 64 * M), 8);
+  n.requestedBytes = 0;
+  // A table cut short for memory (measured to 64K of 1M asked for): its last row up to
+  // 64K * sqrt(2) = 92681.9, then none (128K was asked for and not measured: the model decides).
+  TuneTable cut = tableOf(tuneBuckets(64 * K), std::vector<TuneRow>(tuneBuckets(64 * K).size(), row(1, 2, 3, 4, 5)));
+  cut.requestedBytes = 1 * M;
+  TEST_ASSERT_EQ_INT(nearestBucket(cut, 64 * K), 4);
+  TEST_ASSERT_EQ_INT(nearestBucket(cut, 92681), 4);
+  TEST_ASSERT_EQ_INT(nearestBucket(cut, 92682), -1);
+  TEST_ASSERT_EQ_INT(nearestBucket(cut, 1 * M), -1);
+  TEST_ASSERT_EQ_INT(nearestBucket(cut, (size_t)-1), -1);
   TuneTable empty;
   TEST_ASSERT_EQ_INT(nearestBucket(empty, 4096), -1);
   // Huge buckets: the log comparison does not overflow.
   TuneTable huge = tableOf({(size_t)1 << 40, (size_t)1 << 41}, {row(1, 2, 3, 4, 5), row(1, 2, 3, 4, 5)});
   TEST_ASSERT_EQ_INT(nearestBucket(huge, ((size_t)1 << 40) + ((size_t)1 << 38)), 0);  // 1.25 < sqrt(2)
   TEST_ASSERT_EQ_INT(nearestBucket(huge, ((size_t)1 << 40) + ((size_t)1 << 39)), 1);  // 1.5 > sqrt(2)
+  huge.requestedBytes = (size_t)1 << 42;  // cut short: above the last bucket compared on a log scale too
+  TEST_ASSERT_EQ_INT(nearestBucket(huge, ((size_t)1 << 41) + ((size_t)1 << 39)), 1);  // 1.25 < sqrt(2)
+  TEST_ASSERT_EQ_INT(nearestBucket(huge, ((size_t)1 << 41) + ((size_t)1 << 40)), -1);  // 1.5: above
+  TuneTable top = tableOf({(size_t)1 << 63}, {row(1, 2, 3, 4, 5)});  // the bucket above is no size_t
+  top.requestedBytes = ~(size_t)0;
+  TEST_ASSERT_EQ_INT(nearestBucket(top, ((size_t)1 << 63) + ((size_t)1 << 61)), 0);
+  TEST_ASSERT_EQ_INT(nearestBucket(top, (size_t)-1), -1);
 
   // ---- the hash covers times and demotions
   TuneTable h1 = tableOf({4096}, {row(1, 2, 3, 4, 5)});
   TuneTable h2 = tableOf({4096}, {row(1, 2, 3, 4, 5.0000005f)});
   TuneTable h3 = tableOf({4096}, {row(1, 2, 3, 4, 5)}, 1u << kCandStaged);
   TEST_ASSERT(h1.hash != h2.hash && h1.hash != h3.hash && h1.hash == tuneHash(h1));
+  // The sizes asked for enter the hash once recorded (unrecorded, the hash is what it always was:
+  // older cache entries stay valid); the transient flags do not (they are never written).
+  TuneTable h4 = h1;
+  h4.requestedBytes = 4096;
+  TEST_ASSERT(tuneHash(h4) != h1.hash);
+  h4.requestedBytes = 0;
+  h4.transient = 1u << kCandFused;
+  TEST_ASSERT(tuneHash(h4) == h1.hash);
+
+  // ---- which tables may be cached
+  TuneTable whole = tableOf(tuneBuckets(1 * M), std::vector<TuneRow>(tuneBuckets(1 * M).size(), row(1, 2, 3, 4, 5)));
+  TEST_ASSERT(tuneTableUncacheable(whole).empty());  // nothing recorded (a table read from an older entry)
+  whole.requestedBytes = 1 * M;
+  TEST_ASSERT(tuneTableUncacheable(whole).empty());  // measured as far as asked
+  // Cut short for memory: used here, never cached (a later job with the memory measures it all).
+  const std::string shortWhy = tuneTableUncacheable(cut);
+  TEST_ASSERT_MSG(shortWhy.find("65536") != std::string::npos && shortWhy.find("1048576") != std::string::npos,
+                  "%s", shortWhy.c_str());
+  // A candidate lost for a reason that may not recur: named.
+  TuneTable lost = whole;
+  lost.transient = (1u << kCandOneShot) | (1u << kCandFusedLarge);
+  const std::string lostWhy = tuneTableUncacheable(lost);
+  TEST_ASSERT_MSG(lostWhy.find("oneshot, fused-large") != std::string::npos, "%s", lostWhy.c_str());
+  // A deterministic demotion alone does not stop it.
+  TuneTable kept = tableOf({4096}, {row(1, 2, 3, 4, 5)}, 1u << kCandOneShot);
+  kept.requestedBytes = 4096;
+  TEST_ASSERT(tuneTableUncacheable(kept).empty());
+
+  // ---- which failed checks recur: a bit mismatch does; an injected one, an error, a timeout may not
+  TEST_ASSERT(tuneFailureRecurs("oneshot at 4101 elements: rank 2's output differs from the oracle at element 7 "
+                                "(3c00, expected 3c01)"));
+  TEST_ASSERT(tuneFailureRecurs("fused-large at 65536 elements: rank 1's output differs from the fused two-shot's "
+                                "with the communicator's scratch"));
+  TEST_ASSERT(!tuneFailureRecurs("oneshot at 4101 elements: rank 0's output differs from the oracle at element 0 "
+                                 "(3c01, expected 3c00) [TACO_TUNE_FAULT]"));
+  TEST_ASSERT(!tuneFailureRecurs("fused at 4101 elements: a peer-memory kernel gave up waiting (TACO_WAIT_TIMEOUT_S)"));
+  TEST_ASSERT(!tuneFailureRecurs("fused at 4101 elements: its oracle failed: out of memory"));
+  TEST_ASSERT(!tuneFailureRecurs("fused: not run: a peer-memory kernel gave up waiting earlier"));
+  TEST_ASSERT(!tuneFailureRecurs(""));
   return TEST_REPORT();
 }
