@@ -468,7 +468,8 @@ std::string tuneKey(const TuneFingerprint& f) {
     if (c == ';' || c == '=') c = '_';  // the key's separators
   return "gpu=" + gpu + ";sms=" + std::to_string(f.sms) + ";ranks=" + std::to_string(f.ranks) +
          ";per_host=" + std::to_string(f.ranksPerHost) + ";route=" + f.route + ";nccl=" + std::to_string(f.nccl) +
-         ";taco=" + std::to_string(f.taco) + ";codec=" + f.codec + ";dtype=" + f.dtype +
+         ";taco=" + std::to_string(f.taco) + ";build=" + f.build + ";driver=" + std::to_string(f.driver) +
+         ";codec=" + f.codec + ";dtype=" + f.dtype +
          ";chunk=" + std::to_string(f.chunkBytes) + ";depth=" + std::to_string(f.depth) +
          ";early=" + std::to_string(f.early) + ";claims=" + std::to_string(f.claims);
 }

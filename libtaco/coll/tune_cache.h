@@ -31,6 +31,8 @@ struct TuneFingerprint {
   std::string route;     // peer memory: "loopback", "nccl-symmetric", "cuda-ipc" or "none"
   int nccl = 0;          // the loaded NCCL's version code (0: no NCCL, loopback)
   int taco = 0;          // TACO_VERSION_CODE
+  std::string build;     // TACO_BUILD_ID: a hash of the library's sources (the same version rebuilt differs)
+  int driver = 0;        // the CUDA driver's version (cudaDriverGetVersion)
   std::string codec;     // the codec spec, "name:block=N" (or "name" without blocks)
   std::string dtype;     // "float32", "float16", "bfloat16"
   size_t chunkBytes = 0;
@@ -39,8 +41,8 @@ struct TuneFingerprint {
   int claims = 0;        // 1: the fused two-shot claims its tiles (TACO_PEER_CLAIM_MIN_RANKS, peerClaimsTiles)
 };
 
-// "gpu=...;sms=...;ranks=...;per_host=...;route=...;nccl=...;taco=...;codec=...;dtype=...;chunk=...;depth=...;early=...;
-// claims=..."
+// "gpu=...;sms=...;ranks=...;per_host=...;route=...;nccl=...;taco=...;build=...;driver=...;codec=...;dtype=...;
+// chunk=...;depth=...;early=...;claims=..."
 std::string tuneKey(const TuneFingerprint& f);
 
 // The most a cache file may hold; a larger file is refused unread.

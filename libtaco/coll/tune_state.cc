@@ -1,5 +1,7 @@
 #include "coll/tune_state.h"
 
+#include "taco_build_id.h"  // generated (cmake/build_id.cmake): TACO_BUILD_ID
+
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -91,6 +93,8 @@ tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) 
   const NcclSymmetricApi* api = nullptr;
   if (c->transport->ncclComm() != nullptr && ncclSymmetricApi(&api) == tacoSuccess) f->nccl = api->version;
   f->taco = TACO_VERSION_CODE;
+  f->build = TACO_BUILD_ID;
+  if (cudaDriverGetVersion(&f->driver) != cudaSuccess) (void)cudaGetLastError(), f->driver = 0;
   f->codec = codecSpecOf(c->codec);
   f->chunkBytes = c->config.chunkBytes;
   f->depth = c->depth;

@@ -40,6 +40,8 @@ TuneFingerprint h200() {
   f.route = "nccl-symmetric";
   f.nccl = 22809;
   f.taco = TACO_VERSION_CODE;
+  f.build = "0123456789abcdef";
+  f.driver = 13000;
   f.codec = "fp8-block:block=256";
   f.dtype = "bfloat16";
   f.chunkBytes = (size_t)64 << 20;
@@ -139,7 +141,9 @@ int main() {
   const std::string key = tuneKey(f);
   TEST_ASSERT(key ==
               "gpu=NVIDIA H200;sms=132;ranks=8;per_host=8;route=nccl-symmetric;nccl=22809;taco=" +
-                  std::to_string(TACO_VERSION_CODE) + ";codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;depth=2;early=1;claims=1");
+                  std::to_string(TACO_VERSION_CODE) +
+                  ";build=0123456789abcdef;driver=13000;codec=fp8-block:block=256;dtype=bfloat16;chunk=67108864;"
+                  "depth=2;early=1;claims=1");
   auto differs = [&](void (*edit)(TuneFingerprint&)) {
     TuneFingerprint g = h200();
     edit(g);
@@ -152,6 +156,8 @@ int main() {
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.route = "cuda-ipc"; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.nccl = 22903; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.taco = 101; }));
+  TEST_ASSERT(differs([](TuneFingerprint& g) { g.build = "fedcba9876543210"; }));  // the same version rebuilt
+  TEST_ASSERT(differs([](TuneFingerprint& g) { g.driver = 13010; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.codec = "taco:block=256"; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.dtype = "float32"; }));
   TEST_ASSERT(differs([](TuneFingerprint& g) { g.chunkBytes = (size_t)256 << 20; }));
