@@ -152,6 +152,7 @@ tacoResult_t runLockstep(std::vector<Schedule*>& progs) {
 namespace {
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Schedule> tPending;
+thread_local int tSuspensions = 0;  // GroupSuspensions alive on this thread
 }  // namespace
 
 tacoResult_t groupStart() {
@@ -164,9 +165,11 @@ int groupDepth() { return tGroupDepth; }
 GroupSuspension::GroupSuspension() : depth_(tGroupDepth) {
   pending_.swap(tPending);
   tGroupDepth = 0;
+  ++tSuspensions;
 }
 
 GroupSuspension::~GroupSuspension() {
+  --tSuspensions;
   // Whatever the suspended code left open or queued is dropped: it ran its own groups to the end.
   for (Schedule& s : tPending) s.comm->pendingOps = 0;
   tPending.swap(pending_);
@@ -242,7 +245,10 @@ tacoResult_t groupEnd() {
       for (Schedule& p : progs) commRecordError(p.comm);
       if (first == tacoSuccess) first = res;
     }
-    for (Schedule& p : progs) commReleaseAfterGroup(p.comm);  // taken when its first collective was queued
+    // Taken when its first collective was queued. A group the library runs while the caller's is
+    // suspended (the tuner's) took no hold, and must not give back one the caller's group keeps.
+    if (tSuspensions == 0)
+      for (Schedule& p : progs) commReleaseAfterGroup(p.comm);
   }
   return first;
 }
