@@ -287,7 +287,7 @@ int parseArgs(int argc, char** argv, Options* o) {
       o->dtypes.clear();
       for (const std::string& s : splitList(v)) {
         if (s == "all") {
-          o->dtypes = {tacoFloat32, tacoFloat16, tacoBfloat16};
+          o->dtypes.insert(o->dtypes.end(), {tacoFloat32, tacoFloat16, tacoBfloat16});
           continue;
         }
         tacoDataType_t t;
@@ -295,11 +295,17 @@ int parseArgs(int argc, char** argv, Options* o) {
           return usageError("%s: unknown datatype '%s' (float, half, bfloat16 or all)", arg.c_str(), s.c_str());
         o->dtypes.push_back(t);
       }
+      // A repeat would measure the same rows twice and count them twice in the summary.
+      for (size_t i = 0; i < o->dtypes.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (o->dtypes[i] == o->dtypes[j])
+            return usageError("%s: datatype %s is listed twice in '%s' ('all' includes every one)", arg.c_str(),
+                              dtypeName(o->dtypes[i]), v);
     } else if (n == "--op") {
       o->colls.clear();
       for (const std::string& s : splitList(v)) {
         if (s == "all") {
-          o->colls = {kAllReduce, kReduceScatter, kAllGather, kAlltoAll};
+          o->colls.insert(o->colls.end(), {kAllReduce, kReduceScatter, kAllGather, kAlltoAll});
           continue;
         }
         Coll c;
@@ -308,6 +314,11 @@ int parseArgs(int argc, char** argv, Options* o) {
                             arg.c_str(), s.c_str());
         o->colls.push_back(c);
       }
+      for (size_t i = 0; i < o->colls.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (o->colls[i] == o->colls[j])
+            return usageError("%s: collective %s is listed twice in '%s' ('all' includes every one)", arg.c_str(),
+                              collName(o->colls[i]), v);
     } else if (n == "--codec") {
       o->codecs.clear();
       for (const std::string& s : splitList(v)) {
@@ -315,6 +326,12 @@ int parseArgs(int argc, char** argv, Options* o) {
         if (s.empty()) return usageError("%s: empty codec spec in '%s'", arg.c_str(), v);
         if (tacoCodecFind(s.c_str(), &codec) != tacoSuccess)
           return usageError("%s: codec '%s': %s", arg.c_str(), s.c_str(), tacoGetLastError(nullptr));
+        for (const std::string& before : o->codecs) {  // the same codec by another spelling counts too
+          tacoCodec_t b;
+          if (tacoCodecFind(before.c_str(), &b) == tacoSuccess && b.id == codec.id && b.blockSize == codec.blockSize)
+            return usageError("%s: codec '%s' is listed twice in '%s' (as '%s' before)", arg.c_str(), s.c_str(), v,
+                              before.c_str());
+        }
         o->codecs.push_back(s);
       }
     } else if (n == "--loopback") {

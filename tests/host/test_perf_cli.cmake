@@ -40,6 +40,10 @@ expect(2 "error: -b \\(minimum size, 1024 bytes\\) is larger than -e \\(maximum 
 expect(2 "error: -b: '12Q' is not a size" -b 12Q)
 expect(2 "error: -e: '-5' is not a size" -e -5)
 expect(2 "error: -b: the size must be > 0" -b 0)
+# a list that names something twice would measure it twice and count it twice in the summary
+expect(2 "error: -d: datatype float is listed twice in 'all,float'" -d all,float)
+expect(2 "error: -o: collective allreduce is listed twice in 'allreduce,all'" -o allreduce,all)
+expect(2 "error: -C: codec 'taco:block=256' is listed twice in 'taco,taco:block=256' \\(as 'taco' before\\)" -C taco,taco:block=256)
 # sizes beyond 256 TiB are refused, not wrapped when the buffers are rounded up
 expect(2 "error: -e: '18446744073709551615' is not a size" -e 18446744073709551615)
 expect(2 "error: -e: '300T' is not a size" -e 300T)
