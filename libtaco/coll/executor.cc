@@ -13,6 +13,16 @@ namespace {
 
 cudaStream_t streamOf(tacoComm* c, const Step& s) { return s.stream < 0 ? s.user : c->streams[s.stream]; }
 
+// The user stream waits for every pipeline stream (a join step).
+cudaError_t joinPipelines(tacoComm* c, cudaStream_t user) {
+  for (int i = 0; i < c->depth; ++i) {
+    cudaError_t e = cudaEventRecord(c->joinEvents[i], c->streams[i]);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(user, c->joinEvents[i], 0);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 tacoResult_t runLocal(tacoComm* c, const Step& s) {
   const cudaStream_t st = streamOf(c, s);
   switch (s.kind) {
@@ -21,10 +31,7 @@ tacoResult_t runLocal(tacoComm* c, const Step& s) {
       for (int i = 0; i < c->depth; ++i) TACO_CUDA_CHECK(cudaStreamWaitEvent(c->streams[i], c->forkEvent, 0));
       return tacoSuccess;
     case kStepJoin:
-      for (int i = 0; i < c->depth; ++i) {
-        TACO_CUDA_CHECK(cudaEventRecord(c->joinEvents[i], c->streams[i]));
-        TACO_CUDA_CHECK(cudaStreamWaitEvent(s.user, c->joinEvents[i], 0));
-      }
+      TACO_CUDA_CHECK(joinPipelines(c, s.user));
       return tacoSuccess;
     case kStepCompress:
       TACO_CUDA_CHECK(launchCompress(c->codec, s.in, s.count, s.dtype, s.out, st));
@@ -77,10 +84,7 @@ void joinAfterFailure(const std::vector<Schedule*>& progs, const std::vector<siz
     if (!open) continue;
     for (size_t k = next[i]; k < p.steps.size(); ++k) {
       if (p.steps[k].kind != kStepJoin) continue;
-      tacoComm* c = p.comm;
-      for (int s = 0; s < c->depth; ++s)
-        if (cudaEventRecord(c->joinEvents[s], c->streams[s]) == cudaSuccess)
-          (void)cudaStreamWaitEvent(p.steps[k].user, c->joinEvents[s], 0);
+      (void)joinPipelines(p.comm, p.steps[k].user);
       break;
     }
   }

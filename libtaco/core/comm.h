@@ -58,7 +58,8 @@ struct tacoComm {
   // First asynchronous failure seen on the device (tacoCommGetAsyncError).
   tacoResult_t asyncError = tacoSuccess;
   // Why the peer kernels' epochs no longer agree without a kernel having given up: a call
-  // whose launches failed after some of its kernels were enqueued ("" when none).
+  // whose launches failed after some of its kernels were enqueued, or, between processes,
+  // any peer launch that failed ("" when none; coll/allreduce_peer.cc, peerMarkBroken).
   std::string peerBroken;
   // Peer-kernel launches tried so far (TACO_FAULT_PEER_LAUNCH counts them; a loopback world's
   // on its first rank), and the one that fails (-1: none), read when the communicator's peer
