@@ -41,9 +41,9 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op) {
   return tacoSuccess;
 }
 
-bool peerCommLaunchesEarly(const tacoComm* c, int nLocal) {
+int peerCommLaunchMode(const tacoComm* c, int nLocal) {
   // runPeerSteps's ranksPerDevice: at least the ranks of the launch
-  return c->peer != nullptr && peerLaunchesEarly(std::max(c->peer->ranksPerDevice, nLocal), nLocal);
+  return c->peer != nullptr ? peerLaunchMode(std::max(c->peer->ranksPerDevice, nLocal), nLocal) : kPeerLaunchAfter;
 }
 
 tacoResult_t allReducePeer(tacoComm* c, const CollArgs& a, int algo) {
@@ -122,7 +122,7 @@ tacoResult_t runPeerSteps(const std::vector<tacoComm*>& comms, const std::vector
   L.P = c0->nranks;
   L.nLocal = (int)n;
   L.oneGpu = L.nLocal == L.P;
-  L.ranksPerDevice = std::max(pm->ranksPerDevice, L.nLocal);  // as peerCommLaunchesEarly
+  L.ranksPerDevice = std::max(pm->ranksPerDevice, L.nLocal);  // as peerCommLaunchMode
   for (size_t i = 0; i < n; ++i) {
     L.localRank[i] = comms[i]->rank;
     L.send[i] = steps[i]->in;
@@ -273,8 +273,10 @@ tacoResult_t peerMemorySetup(tacoComm** comms, int n, bool loopback) {
     for (tacoDataType_t t : {tacoFloat32, tacoFloat16, tacoBfloat16})
       if (peerClaimsTiles(makeArgs(c0->codec, 0, t), tacoAlgoFused, P, t))
         claimed += std::string(claimed.empty() ? " for " : ", ") + dtypeName(t);
+    static const char* const kLaunchModeText[] = {"after the previous kernel's end", "early",
+                                                  "early, the chunks interleaved"};
     TACO_INFO("rank %d/%d peer memory %s: %zu bytes of scratch per rank; fused phases launch %s; fused tiles %s%s",
-              c0->rank, P, pms[0]->route, bytes, peerCommLaunchesEarly(c0, n) ? "early" : "after the previous kernel's end",
+              c0->rank, P, pms[0]->route, bytes, kLaunchModeText[peerCommLaunchMode(c0, n)],
               claimed.empty() ? "in a fixed order" : "claimed from counters", claimed.c_str());
   }
   return tacoSuccess;

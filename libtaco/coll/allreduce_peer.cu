@@ -149,8 +149,9 @@ int peerMaxCtasPerRank() {
   return smCount() * perSm;
 }
 
-bool peerLaunchesEarly(int ranksPerDevice, int nLocal) {
-  return envParams().peerEarlyLaunch != 0 && ranksPerDevice == nLocal && computeCapabilityMajor() >= 9;
+int peerLaunchMode(int ranksPerDevice, int nLocal) {
+  if (ranksPerDevice != nLocal || computeCapabilityMajor() < 9) return kPeerLaunchAfter;
+  return envParams().peerEarlyLaunch;
 }
 
 void peerLaunchInit(PeerLaunch& L, tacoCodec_t codec, tacoDataType_t dtype) {
@@ -176,20 +177,35 @@ cudaError_t launchPeerAllReduce(const PeerLaunch& L, size_t workItems, tacoDataT
   // The fused two-shot: a launch per phase (coll/device/peer_kernels.cuh says why), each
   // launched early (TACO_PEER_EARLY_LAUNCH, sm_90) where this launch's ranks are all the
   // ranks on the GPU: early CTAs that wait in the SM slots must not keep another process's
-  // rank, whose arrival they wait for, out of them.
+  // rank, whose arrival they wait for, out of them. Interleaved (TACO_PEER_EARLY_LAUNCH=2), chunk
+  // k >= 1 launches its scatter, then chunk k - 1's gather, then its reduce, and the call's last
+  // chunk its gather too: each phase's stragglers then have the other chunk's work beside them.
   const bool fused = L.algo == tacoAlgoFused;
-  const bool early = fused && peerLaunchesEarly(L.ranksPerDevice, L.nLocal);
-  const int launches = fused ? kFusedPhases : 1;
+  const int mode = fused ? peerLaunchMode(L.ranksPerDevice, L.nLocal) : (int)kPeerLaunchAfter;
+  const bool early = mode != kPeerLaunchAfter;
   const bool claim = peerClaimsTiles(L.proto, L.algo, L.P, dtype);
-  for (int phase = 0; phase < launches; ++phase) {
+  PeerLaunch Lk = L;
+  Lk.interleave = mode == kPeerLaunchInterleaved;
+  auto launch = [&](int phase, int chunk) {
     const PeerKernel kernel = pickKernel(L.algo, fmt, rot, dtype, phase, claim);
     if (kernel == nullptr) return cudaErrorInvalidValue;
     if (*launched == refuse) return cudaErrorLaunchOutOfResources;  // TACO_FAULT_PEER_LAUNCH
-    const cudaError_t e = launchPeerKernel(kernel, L, workItems, smem, early, stream);
-    if (e != cudaSuccess) return e;
-    ++*launched;
+    Lk.chunk = chunk;
+    const cudaError_t e = launchPeerKernel(kernel, Lk, workItems, smem, early, stream);
+    if (e == cudaSuccess) ++*launched;
+    return e;
+  };
+  if (!fused) return launch(0, L.chunk);
+  cudaError_t e = launch(kFusedScatter, L.chunk);
+  if (!Lk.interleave) {
+    if (e == cudaSuccess) e = launch(kFusedReduce, L.chunk);
+    if (e == cudaSuccess) e = launch(kFusedGather, L.chunk);
+    return e;
   }
-  return cudaSuccess;
+  if (e == cudaSuccess && L.chunk >= 1) e = launch(kFusedGather, L.chunk - 1);
+  if (e == cudaSuccess) e = launch(kFusedReduce, L.chunk);
+  if (e == cudaSuccess && L.chunk == L.nChunks - 1) e = launch(kFusedGather, L.chunk);
+  return e;
 }
 
 }  // namespace taco

@@ -29,14 +29,15 @@ tacoResult_t peerCheckHealthy(tacoComm* c, const char* op);
 // True when the peer kernels support this codec (block codecs); raw one-shot takes any.
 bool peerCodecSupported(tacoCodec_t codec);
 
-// Whether the fused two-shot's phase kernels launch early (TACO_PEER_EARLY_LAUNCH, sm_90),
-// for a launch that drives nLocal of the ranksPerDevice ranks on its GPU: only when it
-// drives them all (coll/device/peer_kernels.cuh says why).
-bool peerLaunchesEarly(int ranksPerDevice, int nLocal);
+// How the fused two-shot's phase kernels launch (TACO_PEER_EARLY_LAUNCH, sm_90), for a launch
+// that drives nLocal of the ranksPerDevice ranks on its GPU: kPeerLaunchEarly or
+// kPeerLaunchInterleaved only when it drives them all (coll/device/peer_kernels.cuh says why).
+enum PeerLaunchMode { kPeerLaunchAfter = 0, kPeerLaunchEarly = 1, kPeerLaunchInterleaved = 2 };
+int peerLaunchMode(int ranksPerDevice, int nLocal);
 
 // The same for communicator c's fused calls, driven with nLocal - 1 others from one thread
-// (a loopback world: all its ranks); false without peer memory.
-bool peerCommLaunchesEarly(const tacoComm* c, int nLocal);
+// (a loopback world: all its ranks); kPeerLaunchAfter without peer memory.
+int peerCommLaunchMode(const tacoComm* c, int nLocal);
 
 // Whether a launch of `algo` for P ranks, data of `dtype` and a codec of these constants
 // (PeerLaunch::proto) takes its tiles in the claimed order (coll/device/peer_kernels.cuh;

@@ -42,8 +42,8 @@ const char* algoAutoExcluded(int algo, const AlgoInputs& in) {
   if (const char* why = algoUnavailable(algo, in)) return why;
   if ((algo == tacoAlgoOneShot || algo == tacoAlgoOneShotRaw) && in.peerLaunchesApart)
     return "the one-shots are not chosen automatically where the ranks' peer kernels are separate launches "
-           "(cuda-ipc, nccl-symmetric): back to back, one can overwrite scratch a slower peer still reads "
-           "(docs/collectives.md, \"Known issue\")";
+           "(cuda-ipc, nccl-symmetric) until their fix for back-to-back calls has run on GPUs of several processes "
+           "(docs/collectives.md, \"Known limitation\")";
   return nullptr;
 }
 

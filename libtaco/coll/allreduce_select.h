@@ -33,9 +33,9 @@ int selectAllReduceAlgo(const AlgoInputs& in);
 const char* algoUnavailable(int algo, const AlgoInputs& in);
 // Why the automatic choice (the model, the tuner, a tuned table) leaves `algo` out, or nullptr:
 // what algoUnavailable says, and the one-shots where the peer kernels are separate launches.
-// There a one-shot right after a one-shot (or after a one-chunk fused call, or a fused call right
-// after one) can overwrite the scratch half that a slower peer still reads (docs/collectives.md,
-// "Known issue"), so only an explicit config algo / TACO_ALGO runs them.
+// The fix for back-to-back one-shots there (consecutive epochs, coll/peer_launch.h) has passed the
+// host model of the protocol but not yet run on GPUs of several processes (docs/collectives.md,
+// "Known limitation"), so only an explicit config algo / TACO_ALGO runs them.
 const char* algoAutoExcluded(int algo, const AlgoInputs& in);
 
 }  // namespace taco

@@ -23,8 +23,9 @@ struct PeerLaunch {
   int ranksPerDevice;  // ranks whose kernels share this GPU, these nLocal included (PeerMemory)
   int ctasPerRank;   // set by the launcher
   int chunk;         // the chunk of the call this launch runs (its epoch: peerChunkEpoch)
-  int nChunks;       // the call's chunks (its last one rounds the epoch up to even: peerNextEpoch)
+  int nChunks;       // the call's chunks (its last one advances the epoch word: peerNextEpoch)
   int oneGpu;        // every rank is in this launch (loopback): .gpu-scope fences (coll/device/peer_sync.cuh)
+  int interleave;    // the fused two-shot's chunks launch interleaved (coll/device/peer_kernels.cuh)
   int localRank[kMaxPeerRanks];
   const void* send[kMaxPeerRanks];  // per local rank
   void* recv[kMaxPeerRanks];
@@ -69,19 +70,18 @@ TACO_PEER_HD int peerPieceWireOf(const PeerLaunch& L, int j, int c) {
   return n == 0 ? kPieceEmpty : n == L.chunkElems ? kPieceFull : kPieceTail;
 }
 
-// A call's epochs. Each rank's epoch word counts its peer launches: chunk k of a call runs
-// epoch E0 + k, and the call's last chunk sets the word to the even number at or above
-// E0 + nChunks, so every call starts at an even E0. That lets the fused scatter of chunk
-// k >= 1 start before chunk k - 1's gather has ended (coll/device/peer_kernels.cuh): it reads
-// the word while it is still E0 + k - 1 or already E0 + k, and both give E0 + k here. Every
-// later phase, and a scatter that waited for the previous kernel, reads exactly E0 + k, which
-// gives the same.
-TACO_PEER_HD uint32_t peerChunkEpoch(uint32_t word, int chunk) {
-  const uint32_t e0 = (word - (uint32_t)chunk + 1u) & ~1u;
-  return e0 + (uint32_t)chunk;
-}
+// A call's epochs. Each rank's epoch word holds E0, the epoch of its next call's first chunk:
+// chunk k of the call runs epoch E0 + k, and the call's last kernel sets the word to
+// E0 + nChunks (an earlier chunk's last kernel stores E0 again), so no epoch is skipped and the
+// halves of the scratch alternate from call to call as from chunk to chunk. Every kernel of the
+// call reads the word before that last store: the fused scatter of chunk k >= 1, which starts
+// before chunk k - 1's gather has ended (coll/device/peer_kernels.cuh), reads E0 as every
+// other kernel of the call does, and the last gather stores only after the reduce before it has
+// ended (which the scatter before it had awaited).
+TACO_PEER_HD uint32_t peerChunkEpoch(uint32_t word, int chunk) { return word + (uint32_t)chunk; }
 TACO_PEER_HD uint32_t peerNextEpoch(uint32_t epoch, int chunk, int nChunks) {
-  return chunk == nChunks - 1 ? (epoch + 2u) & ~1u : epoch + 1u;
+  const uint32_t e0 = epoch - (uint32_t)chunk;
+  return chunk == nChunks - 1 ? e0 + (uint32_t)nChunks : e0;
 }
 
 // The wire of a piece of n elements (all zeros for n = 0: the kernels skip it).

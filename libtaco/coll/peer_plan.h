@@ -4,8 +4,8 @@
 //
 // One rank's scratch, `bytes` long and the same layout on every rank:
 //   [0, kControlBytes)       control words, each on its own 128-byte line:
-//                            the epoch (launches, each call's rounded up to
-//                            even), per-phase arrival counters, the finish
+//                            the epoch (of the next call's first chunk:
+//                            peerChunkEpoch), per-phase arrival counters, the finish
 //                            counter, the failed word, the scatter's counter
 //                            of odd epochs; from line kCtlClaims, the fused
 //                            two-shot's tile counters

@@ -37,7 +37,7 @@ struct TuneFingerprint {
   std::string dtype;     // "float32", "float16", "bfloat16"
   size_t chunkBytes = 0;
   int depth = 0;         // pipeline depth (the staged path's streams)
-  int early = 0;         // 1: the fused phases launch early (TACO_PEER_EARLY_LAUNCH, peerCommLaunchesEarly)
+  int early = 0;         // how the fused phases launch: a PeerLaunchMode (TACO_PEER_EARLY_LAUNCH, peerCommLaunchMode)
   int claims = 0;        // 1: the fused two-shot claims its tiles (TACO_PEER_CLAIM_MIN_RANKS, peerClaimsTiles)
 };
 

@@ -98,7 +98,7 @@ tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) 
   f->codec = codecSpecOf(c->codec);
   f->chunkBytes = c->config.chunkBytes;
   f->depth = c->depth;
-  f->early = peerCommLaunchesEarly(c, n) ? 1 : 0;
+  f->early = peerCommLaunchMode(c, n);
   return tacoSuccess;
 }
 

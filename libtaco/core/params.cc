@@ -93,6 +93,13 @@ bool parseNonNegative(const char* s, int* out) {
   return true;
 }
 
+// "0", "1" or "2".
+bool parseMode012(const char* s, int* out) {
+  if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0 && strcmp(s, "2") != 0) return false;
+  *out = s[0] - '0';
+  return true;
+}
+
 // "0" or "1".
 bool parseSwitch(const char* s, int* out) {
   if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0) return false;
@@ -138,9 +145,10 @@ const EnvParam kParams[] = {
      [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
     {"TACO_PEER_EARLY_LAUNCH", "1",
      "the fused AllReduce's phase kernels launch while the previous phase ends (programmatic dependent launch, "
-     "sm_90 and later, where one process drives every rank on its GPU); 0: each launches after the previous "
-     "kernel's end",
-     "0 or 1", [](const char* v, EnvParams* p) { return parseSwitch(v, &p->peerEarlyLaunch); }},
+     "sm_90 and later, where one process drives every rank on its GPU); 2: so, and a call's chunks interleaved "
+     "(the scatter of chunk k, then the gather of chunk k - 1, then the reduce of chunk k); 0: each launches "
+     "after the previous kernel's end",
+     "0, 1 or 2", [](const char* v, EnvParams* p) { return parseMode012(v, &p->peerEarlyLaunch); }},
     {"TACO_PEER_CLAIM_MIN_RANKS", "5",
      "the fused AllReduce's warps claim their tiles from a shared counter (so that a phase's CTAs end together) "
      "in communicators of at least this many ranks; 0: never (each warp's tiles fixed at launch). The bits are the "

@@ -11,10 +11,11 @@
 // and the judge of their results:
 //   main     every algorithm x codec x dtype x count, in and out of place, then one call
 //            captured in a CUDA graph and replayed 50 times on changing inputs, then bursts:
-//            60 calls back to back on one stream, no synchronisation between them, each on its
-//            own input and output, a call of one chunk and one of three in turn (a rank that
-//            runs ahead starts its next call while a slower one still reads this one's scratch:
-//            what the double buffering by epoch must make safe, docs/design.md §5);
+//            60 calls back to back on one stream (fused, one-shot, raw one-shot), no
+//            synchronisation between them, each on its own input and output, a call of one
+//            chunk and one of three in turn (a rank that runs ahead starts its next call while
+//            a slower one still reads this one's scratch: what the double buffering by epoch
+//            must make safe, docs/design.md §5);
 //   timeout  rank P-1 skips its calls (TACO_FAULT_SKIP_RANK), TACO_WAIT_TIMEOUT_S=3: the other
 //            ranks' kernels give up, the error surfaces, the communicator is destroyed, new
 //            communicators work;
@@ -180,7 +181,7 @@ size_t countOfChunks(const Case& k, int P, size_t nChunks) {
 }
 
 // The algorithms run in bursts between processes.
-constexpr int kBurstAlgos[] = {tacoAlgoFused};
+constexpr int kBurstAlgos[] = {tacoAlgoFused, tacoAlgoOneShot, tacoAlgoOneShotRaw};
 
 std::vector<Case> buildCases(int P) {
   std::vector<Case> cs;
@@ -638,8 +639,8 @@ uint32_t readDeviceWord(const char* p) {
   return v;
 }
 
-// This rank's peer epoch word: a call of n launches advances it by n rounded up to even
-// (coll/peer_launch.h, peerNextEpoch).
+// This rank's peer epoch word: a call of n chunks advances it by n (coll/peer_launch.h,
+// peerNextEpoch).
 uint32_t epochOf(const tacoComm* c) {
   return readDeviceWord(c->peer->base[c->rank] + taco::kCtlEpoch * taco::kPeerLine);
 }
@@ -653,10 +654,7 @@ size_t launchesOf(const tacoComm* c, const Case& k) {
 }
 
 // How far one call of case k advances the epoch word.
-size_t epochsOf(const tacoComm* c, const Case& k) {
-  const size_t n = launchesOf(c, k);
-  return n + (n & 1);
-}
+size_t epochsOf(const tacoComm* c, const Case& k) { return launchesOf(c, k); }
 
 void sendResult(size_t index, const uint8_t* out, size_t bytes, std::vector<uint64_t> digests,
                 const std::string& note) {

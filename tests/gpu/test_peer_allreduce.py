@@ -214,14 +214,15 @@ _EARLY_SCRIPT = f"import sys\nsys.path.insert(0, {os.path.dirname(os.path.abspat
 
 
 def test_fused_early_launch_same_bits(tmp_path):
-    """TACO_PEER_EARLY_LAUNCH on (the default) and off: the log says which launch the fused
-    phases take, and both give the staged two-shot's bits on every rank, eager (several chunks
-    per call, calls back to back) and replayed from a CUDA graph."""
+    """TACO_PEER_EARLY_LAUNCH on (the default), off and interleaved: the log says which launch the
+    fused phases take, and each gives the staged two-shot's bits on every rank, eager (several
+    chunks per call, calls back to back) and replayed from a CUDA graph."""
     import torch  # noqa: F401 (the script it runs needs it; missing, it is a failure)
     script = tmp_path / "early.py"
     script.write_text(_EARLY_SCRIPT)
     got = {}
-    for flag, says in (("1", "fused phases launch early"), ("0", "fused phases launch after")):
+    for flag, says in (("1", "fused phases launch early;"), ("0", "fused phases launch after"),
+                       ("2", "fused phases launch early, the chunks interleaved")):
         env = dict(os.environ, TACO_PEER_EARLY_LAUNCH=flag, TACO_DEBUG="INFO")
         out = tmp_path / f"early{flag}.npz"
         res = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True, text=True,
@@ -234,7 +235,7 @@ def test_fused_early_launch_same_bits(tmp_path):
             if key.startswith("fused"):
                 want = arrays["staged" + key[len("fused"):]]
                 assert np.array_equal(v, want), f"TACO_PEER_EARLY_LAUNCH={flag}: {key} differs from staged"
-            assert np.array_equal(v, got["1"][key]), f"{key}: early launch on and off differ"
+            assert np.array_equal(v, got["1"][key]), f"{key}: TACO_PEER_EARLY_LAUNCH={flag} and 1 differ"
 
 
 

@@ -149,12 +149,13 @@ int main() {
   }
   TEST_ASSERT_EQ_INT(p.peerClaimMinRanks, 5);
 
-  // TACO_PEER_EARLY_LAUNCH: on by default, 0 or 1; a malformed value leaves what it parsed into alone.
+  // TACO_PEER_EARLY_LAUNCH: on by default, 0, 1 or 2; a malformed value leaves what it parsed into alone.
   if (const taco::EnvParam* row = rowOf(table, n, "TACO_PEER_EARLY_LAUNCH")) {
     taco::EnvParams q{};
     TEST_ASSERT(row->parse(row->defaultValue, &q) && q.peerEarlyLaunch == 1);
+    TEST_ASSERT(row->parse("2", &q) && q.peerEarlyLaunch == 2);
     TEST_ASSERT(row->parse("0", &q) && q.peerEarlyLaunch == 0);
-    for (const char* bad : {"2", "-1", "yes", "01", " 1"})
+    for (const char* bad : {"3", "-1", "yes", "01", " 1"})
       TEST_ASSERT_MSG(!row->parse(bad, &q) && q.peerEarlyLaunch == 0, "'%s' parsed", bad);
   }
   TEST_ASSERT_EQ_INT(p.peerEarlyLaunch, 1);

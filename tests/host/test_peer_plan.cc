@@ -94,25 +94,26 @@ void checkCase(const char* spec, int P, size_t chunkBytes, size_t count, tacoDat
   for (int algo : {tacoAlgoFused, tacoAlgoOneShot}) checkGeometry(codec, algo, P, scratch, count, dtype, spec);
 }
 
-// The epochs of consecutive calls of n1, n2, ... chunks (coll/peer_launch.h): every chunk's
-// phases read E0 + k from the epoch word, whether the scatter of chunk k >= 1 reads it before
-// or after chunk k - 1's gather has advanced it; the chunks' epochs follow one another, their
-// halves alternate, their flags (epoch + 1) only grow, and every call starts at an even word,
-// across the wrap of the 32-bit word too.
+// The epochs of consecutive calls of n1, n2, ... chunks (coll/peer_launch.h): every kernel of a
+// call reads the word as the call's E0 (only the call's last kernel changes it; a chunk's gather
+// before that stores E0 again), chunk k runs E0 + k, no epoch is skipped from one call to the
+// next (so the halves alternate across calls as within one, whatever the calls' chunk counts),
+// and the flags (epoch + 1) only grow, across the wrap of the 32-bit word too.
 void checkEpochs(uint32_t word, std::initializer_list<int> calls) {
   uint32_t lastFlag = word;  // flags start below every epoch + 1
+  uint32_t expected = word;  // the next chunk's epoch: one after the last
   for (int n : calls) {
-    TEST_ASSERT((word & 1u) == 0);  // a call starts even
     const uint32_t e0 = word;
+    TEST_ASSERT(e0 == expected);
     for (int k = 0; k < n; ++k) {
-      const uint32_t exact = peerChunkEpoch(word, k);  // B, C, and a scatter that waited
+      const uint32_t exact = peerChunkEpoch(word, k);  // every kernel of chunk k
       TEST_ASSERT(exact == e0 + (uint32_t)k);
-      if (k >= 1) TEST_ASSERT(peerChunkEpoch(word - 1u, k) == exact);  // the previous gather still runs
-      TEST_ASSERT((int)(exact & 1u) == (k & 1));                        // halves alternate
-      TEST_ASSERT((int32_t)(exact + 1u - lastFlag) > 0);                 // flags only grow
+      TEST_ASSERT(exact == expected);                  // no epoch skipped: the halves alternate
+      TEST_ASSERT((int32_t)(exact + 1u - lastFlag) > 0);  // flags only grow
       lastFlag = exact + 1u;
-      word = peerNextEpoch(exact, k, n);  // the gather's last CTA
-      TEST_ASSERT(word == (k == n - 1 ? e0 + (uint32_t)(n + (n & 1)) : exact + 1u));
+      expected = exact + 1u;
+      word = peerNextEpoch(exact, k, n);  // the gather's (or the one-shot's) last CTA
+      TEST_ASSERT(word == (k == n - 1 ? e0 + (uint32_t)n : e0));
     }
   }
 }

@@ -73,8 +73,9 @@ struct Op {
   int claim = -1;   // the four slot steps: the fused phase (FusedPhase) whose tile counters the CTA
                     // claims from at this point (-1: none)
   int reset = -1;   // kArrive, kFinish: the fused phase whose tile counters the rank's last CTA resets
-  Op(OpKind k, int ph = 0, bool skip = false, int line = 0, std::vector<SlotRef> s = {})
-      : kind(k), phase(ph), skipSelf(skip), counter(line), slots(std::move(s)) {}
+  uint32_t back;    // kWaitFlags: for the flags of the epoch that many before the CTA's own
+  Op(OpKind k, int ph = 0, bool skip = false, int line = 0, std::vector<SlotRef> s = {}, uint32_t b = 0)
+      : kind(k), phase(ph), skipSelf(skip), counter(line), slots(std::move(s)), back(b) {}
 };
 
 // The counter lines (coll/peer_plan.h): the arrivals of phase 0 in even epochs, of phase 0 in
@@ -132,6 +133,15 @@ struct Model {
   // rank on its GPU); else each kernel starts after the previous one has ended (ranks of several
   // processes on one GPU, or TACO_PEER_EARLY_LAUNCH=0), and griddepcontrol does nothing.
   bool early = true;
+  // The fused two-shot's interleaved launch order (coll/allreduce_peer.cu): A0 B0, then per chunk
+  // k >= 1: A(k) C(k-1) B(k), and last C(n-1).
+  bool interleave = false;
+  // The steps that the protocol needs beyond flags and kernel ends; main() takes each out in turn
+  // and checks that the model then finds a violation.
+  bool scatterWaitsChunk0 = true;      // A of chunk 1 waits for every peer's flag 0 of chunk 0
+  bool gatherEndsLast = true;          // C advances the epoch after its griddepcontrol.wait
+  bool scatterWaitsReduces = true;     // interleaved: A(k >= 2) waits for every peer's flag 1 of k - 2
+  bool arriveAfterPredecessor = true;  // interleaved: A(k >= 1) and B arrive after their predecessor's end
   std::vector<Rank> ranks;
   std::vector<std::vector<Kernel>> streams;  // loopback: one; else one per rank
   std::string failure;                       // the first violation, empty if none
@@ -151,6 +161,10 @@ struct Model {
     std::vector<Op> ops;
     if (c == 0) ops.push_back({kGridDepWait});
     ops.push_back({kReadEpoch});
+    const bool early = interleave && c >= 1;  // lets C(c - 1), which does not wait, launch at once
+    if (early) ops.push_back({kLaunchDeps});
+    if (c == 1 && scatterWaitsChunk0) ops.push_back({kWaitFlags, 0, true, 0, {}, 1});
+    if (c >= 2 && interleave && scatterWaitsReduces) ops.push_back({kWaitFlags, 1, true, 0, {}, 2});
     Op w{kBeginWrite};
     for (int j = 0; j < P; ++j)
       if (j != r) w.slots.push_back({j, r, r});
@@ -159,9 +173,14 @@ struct Model {
     Op we{kEndWrite, 0, false, 0, w.slots};
     we.claim = 0;
     ops.push_back(we);
-    ops.push_back(arrive(0, -1, 0));  // the line by the epoch's parity
-    ops.push_back({kGridDepWait});
-    ops.push_back({kLaunchDeps});
+    if (early) {  // A(c - 1) may still run: its flags must come first (flags only grow)
+      if (arriveAfterPredecessor) ops.push_back({kGridDepWait});
+      ops.push_back(arrive(0, -1, 0));  // the line by the epoch's parity
+    } else {
+      ops.push_back(arrive(0, -1, 0));
+      ops.push_back({kGridDepWait});
+      ops.push_back({kLaunchDeps});
+    }
     return ops;
   }
   std::vector<Op> fusedReduce(int r) const {
@@ -181,8 +200,13 @@ struct Model {
     Op re{kEndRead, 0, false, 0, rd.slots};
     re.claim = 1;
     ops.push_back(re);
-    ops.push_back(arrive(1, kArrive1, 1));
-    ops.push_back({kGridDepWait});
+    if (interleave && arriveAfterPredecessor) {  // flag 1 then also says that C(c - 1) ended
+      ops.push_back({kGridDepWait});
+      ops.push_back(arrive(1, kArrive1, 1));
+    } else {
+      ops.push_back(arrive(1, kArrive1, 1));
+      ops.push_back({kGridDepWait});
+    }
     return ops;
   }
   std::vector<Op> fusedGather(int r) const {
@@ -200,8 +224,13 @@ struct Model {
     ops.push_back(re);
     Op finish{kFinish};
     finish.reset = 2;
-    ops.push_back({kGridDepWait});
-    ops.push_back(finish);
+    if (gatherEndsLast) {
+      ops.push_back({kGridDepWait});
+      ops.push_back(finish);
+    } else {
+      ops.push_back(finish);
+      ops.push_back({kGridDepWait});
+    }
     return ops;
   }
   std::vector<Op> oneShot(int r) const {
@@ -250,7 +279,12 @@ struct Model {
     for (int s = 0; s < (int)streams.size(); ++s) {
       for (const Call& call : calls) {
         for (int c = 0; c < call.nChunks; ++c) {
-          if (call.algo == Algo::Fused) {  // a launch per phase, each launched early (sm_90)
+          if (call.algo == Algo::Fused && interleave) {
+            addKernel(s, early, c, call.nChunks, [&](int r) { return fusedScatter(r, c); });
+            if (c >= 1) addKernel(s, early, c - 1, call.nChunks, [&](int r) { return fusedGather(r); });
+            addKernel(s, early, c, call.nChunks, [&](int r) { return fusedReduce(r); });
+            if (c == call.nChunks - 1) addKernel(s, early, c, call.nChunks, [&](int r) { return fusedGather(r); });
+          } else if (call.algo == Algo::Fused) {  // a launch per phase, each launched early (sm_90)
             addKernel(s, early, c, call.nChunks, [&](int r) { return fusedScatter(r, c); });
             addKernel(s, early, c, call.nChunks, [&](int r) { return fusedReduce(r); });
             addKernel(s, early, c, call.nChunks, [&](int r) { return fusedGather(r); });
@@ -289,7 +323,7 @@ struct Model {
       const Rank& me = ranks[cta.rank];
       for (int i = 0; i < P; ++i) {
         if (op.skipSelf && i == cta.rank) continue;
-        if ((int32_t)(me.flags[op.phase][i] - (cta.epoch + 1)) < 0) return false;
+        if ((int32_t)(me.flags[op.phase][i] - (cta.epoch - op.back + 1)) < 0) return false;
       }
     }
     return true;
@@ -484,37 +518,57 @@ int main(int argc, char** argv) {
   const auto seqs = sequences(menu, length);
   for (int P = 2; P <= maxP; ++P) {
     for (int ctas : {1, 2}) {
-      for (bool early : {true, false}) {
-        const char* launch = early ? "early launch" : "launch after the previous kernel";
+      // TACO_PEER_EARLY_LAUNCH 0 (or ranks of several processes on one GPU), 1 and 2.
+      for (int mode : {0, 1, 2}) {
+        static const char* const kModes[] = {"launched after the previous kernel", "launched early",
+                                             "interleaved"};
+        for (bool loopback : {true, false}) {
+          Model m;
+          m.P = P;
+          m.ctasPerRank = ctas;
+          m.loopback = loopback;
+          m.early = mode != 0;
+          m.interleave = mode == 2;
+          const char* world = loopback ? "loopback" : "processes";
+          for (bool oneShots : {false, true}) {
+            std::vector<std::string> why;
+            const int bad = countFailing(m, seqs, seeds, oneShots, &why);
+            TEST_ASSERT_MSG(bad == 0, "%s, %s, P=%d, %d CTAs a rank, %s: %d sequences fail, first: %s", world,
+                            kModes[mode], P, ctas, oneShots ? "with one-shots" : "fused only", bad,
+                            why.empty() ? "" : why[0].c_str());
+          }
+        }
+      }
+      // A checker that cannot see a race proves nothing: without any one of these steps the model
+      // must fail.
+      struct Mutant {
+        const char* what;
+        bool loopback, interleave, oneShots;
+        bool Model::*step;
+      };
+      const Mutant mutants[] = {
+          {"without chunk 1's wait (a one-shot, then a fused call of two chunks)", false, false, true,
+           &Model::scatterWaitsChunk0},
+          {"with the gather's epoch before its wait (a reduce reads the word late)", true, false, false,
+           &Model::gatherEndsLast},
+          {"interleaved, without the scatter's wait for the reduces of k - 2", false, true, false,
+           &Model::scatterWaitsReduces},
+          {"interleaved, with arrivals before the predecessor's end (flags out of order)", false, true, false,
+           &Model::arriveAfterPredecessor},
+      };
+      for (const Mutant& mu : mutants) {
         Model m;
         m.P = P;
         m.ctasPerRank = ctas;
-        m.early = early;
-        // One GPU: a launch drives every rank, so a kernel boundary orders all of them.
-        m.loopback = true;
-        for (bool oneShots : {false, true}) {
-          std::vector<std::string> why;
-          const int bad = countFailing(m, seqs, seeds, oneShots, &why);
-          TEST_ASSERT_MSG(bad == 0, "loopback P=%d, %d CTAs a rank, %s: %d sequences fail, first: %s", P, ctas,
-                          launch, bad, why.empty() ? "" : why[0].c_str());
-        }
-        // A process per rank: what the automatic choice runs there (no one-shot) is safe.
-        m.loopback = false;
+        m.loopback = mu.loopback;
+        m.interleave = mu.interleave;
+        m.*mu.step = false;
         std::vector<std::string> why;
-        int bad = countFailing(m, seqs, seeds, false, &why);
-        TEST_ASSERT_MSG(bad == 0, "processes P=%d, %d CTAs a rank, %s, fused only: %d sequences fail, first: %s", P,
-                        ctas, launch, bad, why.empty() ? "" : why[0].c_str());
-        // The known hole of the even rounding of the epoch (docs/collectives.md, "Known issue"):
-        // between processes a one-shot after a one-shot, or after a one-chunk fused call, can
-        // overwrite the half a slower peer still reads. The model must see it: a checker that
-        // misses a known race proves nothing about the rest.
-        why.clear();
-        bad = countFailing(m, seqs, seeds, true, &why);
-        TEST_ASSERT_MSG(bad > 0, "processes P=%d, %d CTAs a rank, %s: the model no longer finds the known one-shot "
-                        "race", P, ctas, launch);
+        const int bad = countFailing(m, seqs, seeds, mu.oneShots, &why);
+        TEST_ASSERT_MSG(bad > 0, "P=%d, %d CTAs a rank: %s, the model finds no violation", P, ctas, mu.what);
         if (!why.empty())
-          std::printf("processes P=%d, %d CTAs a rank, %s, with one-shots: %d of the sequences fail, e.g. %s\n", P,
-                      ctas, launch, bad, why[0].c_str());
+          std::printf("P=%d, %d CTAs a rank, %s: %d sequences fail, e.g. %s\n", P, ctas, mu.what, bad,
+                      why[0].c_str());
       }
     }
   }

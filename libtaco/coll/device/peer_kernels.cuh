@@ -380,18 +380,34 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 //    phase's end implies the ends of those before it, and the work after the call in the
 //    stream (which waits for C's end) runs after all of them, as without early launch.
 //  - So A of chunk k >= 1 starts after C of chunk k - 2 ended: its B launched only once A of
-//    k - 1 had waited for that C. The epoch word then holds E0 + k - 1 or E0 + k, and
-//    peerChunkEpoch gives E0 + k from either (coll/peer_launch.h). B and C start after A of
-//    their chunk waited for the previous C, and read E0 + k exactly. A of a call's first chunk
-//    waits for the kernel before it at its start (the previous call's last C may still run).
-//  - What A of chunk k writes is free: it writes half k mod 2 of the peers' slots, whose last
-//    reader was B of chunk k - 2 on that peer, done before our C of k - 2 (which waited for it)
-//    ended; it reads chunk k of sendbuff, which no C or B of an earlier chunk writes (in place,
-//    their chunks' elements are others). The reduced pieces that C of k - 1 still reads are
-//    in the other half.
+//    k - 1 had waited for that C. Every kernel of the call reads the epoch word as E0: only the
+//    call's last C changes it, after its own B has ended (coll/peer_launch.h). A of a call's
+//    first chunk waits for the kernel before it at its start (the previous call's last C may
+//    still run).
+//  - What A of chunk k >= 2 writes is free: it writes half k mod 2 of the peers' slots, whose
+//    last reader was B of chunk k - 2 on that peer, done before our C of k - 2 (which waited for
+//    it) ended. A of chunk 1 writes the half of epoch E0 - 1, the previous call's last chunk,
+//    which may have been a one-shot that every rank reads: it waits for every peer's flag 0 of
+//    chunk 0, raised after that peer's previous call ended. A reads chunk k of sendbuff, which no
+//    C or B of an earlier chunk writes (in place, their chunks' elements are others). The
+//    reduced pieces that C of k - 1 still reads are in the other half.
 // The early CTAs of a phase wait on its flags in SM slots the previous phase no longer
 // uses, so nothing else may need those slots to make progress: early launch is only
 // asked for where this launch's ranks are all the ranks on the GPU.
+//
+// Interleaved (TACO_PEER_EARLY_LAUNCH=2, L.interleave): the stream holds A0 B0, then per chunk
+// k >= 1 A(k) C(k-1) B(k), then C(n-1), so that the last CTAs of each phase have another
+// chunk's work beside them: C(k-1), whose flags are up, beside A(k)'s, and A(k+1) beside B(k)'s.
+// A(k >= 1) lets C(k-1) launch at its start. What changes in the argument above:
+//  - A(k) may run beside A(k-1) and C(k-2) has not been seen to end: A(k >= 2) waits for every
+//    peer's flag 1 of k - 2 (their B(k-2), the last readers of its half, ended), and A(k >= 1)
+//    and B arrive only after their predecessor's end, so that a rank's flags still come in chunk
+//    order (a reader compares them, so a flag must never be written ahead of an earlier one).
+//  - B(k) writes half k mod 2 of our slot r, which the peers' C(k-2) read: a peer's A(k)
+//    arrives after its B(k-1), and so its C(k-2), ended; B(k) waits for that arrival anyway.
+//  - Every kernel still waits for its predecessor before it ends, so the call's last kernel,
+//    C(n-1), ends after all of them, and only it changes the epoch word.
+// tests/host/test_peer_protocol.cc checks both orders, and that each of these steps is needed.
 
 // The kernels that also come in the claimed order (peerFusedKernel), as measured (docs/results.md,
 // "Tiles claimed"): the byte codes' in any type, and with ROT the rotated256 layout's compress and
@@ -418,6 +434,13 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
   // (the rotated256 sum keeps the static order: its loops have no registers to spare)
   const int nClaims = C ? (PH == kFusedReduce ? (ROT ? 0 : 1) : P - 1) : 0;
   if constexpr (PH == kFusedScatter) {
+    // Chunk 1's scatter starts before chunk 0's gather has ended (early launch, above), into the
+    // half of the epoch before the call's, whose last readers may be a slower rank's one-shot of
+    // the previous call: it waits until every peer has arrived in chunk 0, past that call.
+    if (ch.c == 1 && !peer::ctaWaitRanks(e.mine, 0, P, r, ch.flag - 1, e.guard)) return;
+    // Interleaved, A of chunk k >= 2 may start before our gather of k - 2 has seen the peers' reduces
+    // of k - 2 end, the last readers of the half it writes: it waits for their flag 1 itself.
+    if (L.interleave && ch.c >= 2 && !peer::ctaWaitRanks(e.mine, 1, P, r, ch.flag - 2, e.guard)) return;
     forPeerPieces(  // A. compress the peers' pieces into their scratch
         sp, L, w, ch,
         [&](Args& a, int j) {
@@ -426,6 +449,9 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
         },
         [&](PieceArgs& p, const Who& share, int i) { compressPiece<T, FMT, ROT, C>(p.a, share, claim(i)); });
     peer::markPhaseEnd(L, kTimelineEndA);
+    // Interleaved, A of chunk k - 1 may still run: flags only grow, so its flags must come first
+    // (the previous kernel's end implies A(k - 1)'s).
+    if (L.interleave && ch.c >= 1) peer::gridDependencyWait();
     peer::ctaArrive(L.base, P, r, r, 0, w.ctas, ch.flag, L.oneGpu != 0,
                     ch.parity != 0 ? kCtlArriveScatterOdd : kCtlArrive, claims, nClaims);
   } else if constexpr (PH == kFusedReduce) {
@@ -443,6 +469,10 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
                                                                                                      claim(0));
     }
     peer::markPhaseEnd(L, kTimelineEndB);
+    // Interleaved, the gather of chunk k - 1 is the kernel before this one: flag 1 then also says
+    // it has ended (its reads of the peers' reduced pieces, which their reduce of k + 1 overwrites),
+    // and comes after the reduce of k - 1's.
+    if (L.interleave) peer::gridDependencyWait();
     peer::ctaArrive(L.base, P, r, r, 1, w.ctas, ch.flag, L.oneGpu != 0, kCtlArrive + 1, claims, nClaims);
   } else {
     static_assert(PH == kFusedGather, "a fused kernel runs one phase");
@@ -471,7 +501,8 @@ template <typename T, int FMT, bool ROT, int PH, bool CLAIM = false>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
   static_assert(!CLAIM || kClaimFormat<T, FMT, ROT>, "a format without the claimed order");
   // A of a call's first chunk waits for the kernel before it (the previous call's C, or other
-  // work); A of a later chunk starts at once, beside the previous chunk's C (see above).
+  // work); A of a later chunk starts at once, beside the previous chunk's C (see above; A of
+  // chunk 1 waits for the peers' A of chunk 0 before it stores).
   if (PH == kFusedScatter) {
     if (L.chunk == 0) peer::gridDependencyWait();
   } else {
@@ -480,16 +511,20 @@ __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch 
   __shared__ PieceArgs sp[kPieceGroups];  // the codec arguments of the pieces the CTA works on
   const Who w = who(L);
   const bool runs = w.rank != L.skipRank;  // fault injection: a skipped rank never arrives
+  // Interleaved, A of chunk k >= 1 lets the next kernel (the gather of chunk k - 1, whose flags
+  // are up or soon will be) launch at its start, into the SM slots A's first CTAs leave.
+  const bool scatterFirst = PH == kFusedScatter && L.interleave && L.chunk >= 1;
   RankEpoch e{};
   if (runs) {
     e = rankEpoch(L, w.rank);
+    if (scatterFirst) peer::launchDependents();
     if (PH == kFusedScatter) peer::markStart(L, w.rank);
     fusedPhase<T, FMT, ROT, PH, CLAIM>(sp, L, w, e);
   }
   // Every phase waits for its predecessor before it ends (A only then lets B launch, once its
   // work is done), so that a phase's end implies the ends of those before it.
   peer::gridDependencyWait();
-  if (PH == kFusedScatter) peer::launchDependents();
+  if (PH == kFusedScatter && !(scatterFirst && runs)) peer::launchDependents();
   // The gather ends the chunk's epoch only now, once the reduce has ended: C does not wait for
   // its own rank's B (only for the peers'), and a CTA of B may read the epoch word after it let
   // C launch, so an earlier write could reach it first (tests/host/test_peer_protocol.cc found
