@@ -143,11 +143,11 @@ const EnvParam kParams[] = {
      "nccl or ipc (that route only, for testing; nccl is also tried at one rank)",
      "0, 1, loopback, nccl or ipc",
      [](const char* v, EnvParams* p) { return parsePeerMemory(v, &p->peerMemory); }},
-    {"TACO_PEER_EARLY_LAUNCH", "1",
+    {"TACO_PEER_EARLY_LAUNCH", "2",
      "the fused AllReduce's phase kernels launch while the previous phase ends (programmatic dependent launch, "
-     "sm_90 and later, where one process drives every rank on its GPU); 2: so, and a call's chunks interleaved "
-     "(the scatter of chunk k, then the gather of chunk k - 1, then the reduce of chunk k); 0: each launches "
-     "after the previous kernel's end",
+     "sm_90 and later, where one process drives every rank on its GPU), a call's chunks interleaved (the scatter "
+     "of chunk k, then the gather of chunk k - 1, then the reduce of chunk k); 1: early, chunk after chunk; 0: "
+     "each launches after the previous kernel's end",
      "0, 1 or 2", [](const char* v, EnvParams* p) { return parseMode012(v, &p->peerEarlyLaunch); }},
     {"TACO_PEER_CLAIM_MIN_RANKS", "5",
      "the fused AllReduce's warps claim their tiles from a shared counter (so that a phase's CTAs end together) "

@@ -18,8 +18,8 @@ struct EnvParams {
   int algo;               // TACO_ALGO             tacoAlgo_t forced for AllReduce (tacoAlgoAuto: pick)
   double waitTimeoutS;    // TACO_WAIT_TIMEOUT_S   a peer-memory kernel gives up waiting after this
   int peerMemory;         // TACO_PEER_MEMORY      a PeerMemoryMode
-  int peerEarlyLaunch;    // TACO_PEER_EARLY_LAUNCH 1: the fused two-shot's phase kernels launch early (sm_90);
-                          //                       2: early, and the chunks' phases interleaved
+  int peerEarlyLaunch;    // TACO_PEER_EARLY_LAUNCH a PeerLaunchMode: 2 (default) the fused two-shot's phase kernels
+                          //                       launch early (sm_90), the chunks' phases interleaved; 1 early; 0 after
   int peerClaimMinRanks;  // TACO_PEER_CLAIM_MIN_RANKS the fused two-shot claims its tiles from this many ranks on (0: never)
   int peerTimeline;       // TACO_PEER_TIMELINE    0 off; 1 print the peer kernels' last launch at destroy;
                           //                       N > 1 also after every N-th launch (coll/peer_timeline_buffer.h)

@@ -214,7 +214,7 @@ _EARLY_SCRIPT = f"import sys\nsys.path.insert(0, {os.path.dirname(os.path.abspat
 
 
 def test_fused_early_launch_same_bits(tmp_path):
-    """TACO_PEER_EARLY_LAUNCH on (the default), off and interleaved: the log says which launch the
+    """TACO_PEER_EARLY_LAUNCH interleaved (the default), early and off: the log says which launch the
     fused phases take, and each gives the staged two-shot's bits on every rank, eager (several
     chunks per call, calls back to back) and replayed from a CUDA graph."""
     import torch  # noqa: F401 (the script it runs needs it; missing, it is a failure)

@@ -149,16 +149,17 @@ int main() {
   }
   TEST_ASSERT_EQ_INT(p.peerClaimMinRanks, 5);
 
-  // TACO_PEER_EARLY_LAUNCH: on by default, 0, 1 or 2; a malformed value leaves what it parsed into alone.
+  // TACO_PEER_EARLY_LAUNCH: interleaved (2) by default, 0, 1 or 2; a malformed value leaves what it parsed into alone.
   if (const taco::EnvParam* row = rowOf(table, n, "TACO_PEER_EARLY_LAUNCH")) {
     taco::EnvParams q{};
-    TEST_ASSERT(row->parse(row->defaultValue, &q) && q.peerEarlyLaunch == 1);
+    TEST_ASSERT(row->parse(row->defaultValue, &q) && q.peerEarlyLaunch == 2);
+    TEST_ASSERT(row->parse("1", &q) && q.peerEarlyLaunch == 1);
     TEST_ASSERT(row->parse("2", &q) && q.peerEarlyLaunch == 2);
     TEST_ASSERT(row->parse("0", &q) && q.peerEarlyLaunch == 0);
     for (const char* bad : {"3", "-1", "yes", "01", " 1"})
       TEST_ASSERT_MSG(!row->parse(bad, &q) && q.peerEarlyLaunch == 0, "'%s' parsed", bad);
   }
-  TEST_ASSERT_EQ_INT(p.peerEarlyLaunch, 1);
+  TEST_ASSERT_EQ_INT(p.peerEarlyLaunch, 2);
 
   // Numbers never wrap, and nothing but digits (and a suffix) is a size: a value that would wrap
   // is malformed (the default then), not a different value.
