@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 
-METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"]
+METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "gpu__time_duration.sum"]
 
 
 def model_bytes(P, algo, codec, dtype, mib):
@@ -72,7 +72,8 @@ def main(argv):
     hbm = sums["dram__bytes_read.sum"] + sums["dram__bytes_write.sum"]
     print(f"P={P} {algo:11s} {codec:10s} {dtype:8s} {mib:4d} MiB/rank: {kernels} kernels, HBM {hbm / 1e9:7.3f} GB "
           f"(read {sums['dram__bytes_read.sum'] / 1e9:.3f}, write {sums['dram__bytes_write.sum'] / 1e9:.3f}), "
-          f"L2 {sums['lts__t_bytes.sum'] / 1e9:7.3f} GB, model {model / 1e9:7.3f} GB, HBM/model {hbm / model:.3f}")
+          f"L2 {sums['lts__t_bytes.sum'] / 1e9:7.3f} GB, model {model / 1e9:7.3f} GB, HBM/model {hbm / model:.3f}, "
+          f"kernels {sums['gpu__time_duration.sum'] / 1e3:.1f} us, HBM {hbm / sums['gpu__time_duration.sum']:.0f} GB/s")
     return 0
 
 
