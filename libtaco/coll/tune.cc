@@ -444,7 +444,7 @@ tacoResult_t tuneMeasure(const std::vector<tacoComm*>& world, tacoDataType_t dty
   TACO_INFO("tune: rank %d/%d %s, codec %s: %zu sizes up to %zu bytes in %.2f s; %s", x.c0->rank, x.P,
             dtypeName(dtype), x.c0->codecSpec.c_str(), table.bytes.size(), table.bytes.back(), t.seconds,
             choicesText(x.c0, table, dtype).c_str());
-  if (hasRank0(x)) {
+  if (tuneStoresCache(x.c0)) {
     const std::string path = tuneCachePath();
     std::string why;
     std::vector<int> choice;

@@ -28,6 +28,10 @@ namespace {
 struct TuneState {
   std::vector<tacoComm*> comms;  // the world, in rank order; an entry is null once destroyed
   TuneFingerprint base;          // every field but the dtype
+  // This process writes the world's measured tables to the cache: a loopback world (one process),
+  // or the lowest rank of its host, so that every host's cache gets them (a table is used only
+  // where every rank's cache has it) and ranks of one host do not all write one file.
+  bool storesCache = false;
   std::mutex mu;
   TuneInstalled installed[tacoNumDataTypes];
   bool claimed[tacoNumDataTypes] = {};
@@ -80,14 +84,16 @@ void deviceIdentity(int device, std::string* name, int* sms) {
   *sms = it->second.second;
 }
 
-// Every field but the dtype and what depends on it (claims); collective (ranks per host) for an NCCL communicator.
-tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f) {
+// Every field but the dtype and what depends on it (claims); collective (ranks per host) for an NCCL
+// communicator. *storesCache: TuneState::storesCache.
+tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f, bool* storesCache) {
   deviceIdentity(c->device, &f->gpu, &f->sms);
   f->ranks = c->nranks;
   f->ranksPerHost = n;
+  *storesCache = true;
   if (!loopback) {
     bool oneHost = false;
-    TACO_CHECK(peerHostLayout(c->transport, &f->ranksPerHost, &oneHost));
+    TACO_CHECK(peerHostLayout(c->transport, &f->ranksPerHost, &oneHost, storesCache));
   }
   f->route = c->peer != nullptr ? c->peer->route : "none";
   const NcclSymmetricApi* api = nullptr;
@@ -109,7 +115,7 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
   s->comms.assign(comms, comms + n);
   tacoComm* c0 = comms[0];
   const bool collective = !loopback && c0->nranks > 1;
-  TACO_CHECK(fingerprint(c0, n, loopback, &s->base));
+  TACO_CHECK(fingerprint(c0, n, loopback, &s->base, &s->storesCache));
   {
     std::lock_guard<std::mutex> lock(gMu);
     for (int i = 0; i < n; ++i) registry()[comms[i]] = s;
@@ -170,6 +176,11 @@ tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback) {
                 "with it", c0->rank, c0->nranks, peerScratchOf(c0), largeChunk);
   }
   return tacoSuccess;
+}
+
+bool tuneStoresCache(const tacoComm* c) {
+  const std::shared_ptr<TuneState> s = stateOf(c);
+  return s != nullptr && s->storesCache;
 }
 
 void tuneDetach(tacoComm* c) {

@@ -29,6 +29,10 @@ struct TuneInstalled {
 // when the consistency check is off). A cache that cannot be used is a warning, not an error.
 tacoResult_t tuneAttach(tacoComm** comms, int n, bool loopback);
 
+// Whether this process writes `c`'s measured tables to the cache: a loopback world's process, or
+// an NCCL communicator's lowest rank on each host (TuneState::storesCache).
+bool tuneStoresCache(const tacoComm* c);
+
 // At destroy: forgets the communicator (a loopback world it belonged to is measured no more).
 void tuneDetach(tacoComm* c);
 

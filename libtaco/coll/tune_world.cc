@@ -74,12 +74,6 @@ void* DeviceBuffers::alloc(size_t bytes) {
   return p;
 }
 
-bool hasRank0(const Ctx& x) {
-  for (tacoComm* c : x.world)
-    if (c->rank == 0) return true;
-  return false;
-}
-
 // Every rank's row of `mine.size()` floats, in rank order, through the transport's plain
 // AllReduce: each rank writes its row into its own slot and zeros elsewhere, so the sum is the
 // gather, exact in fp32 (x + 0 = x, inf + 0 = inf). Loopback: this process has every rank.

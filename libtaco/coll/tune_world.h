@@ -48,7 +48,6 @@ struct Ctx {
   }
 };
 
-bool hasRank0(const Ctx& x);
 // Every rank's row of `mine.size()` floats, in rank order (loopback: this process's one row).
 tacoResult_t gatherRows(Ctx& x, const std::vector<float>& mine, std::vector<std::vector<float>>* rows);
 // One AllReduce of `count` elements by `algo` on every rank driven here, as one group.

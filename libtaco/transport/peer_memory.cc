@@ -9,11 +9,13 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/check.h"
 #include "core/log.h"
+#include "transport/host_layout.h"
 #include "transport/peer_memory_route.h"
 #include "transport/transport.h"
 
@@ -75,19 +77,19 @@ tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* ro
   return peerAgree(t, ok);
 }
 
-tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost) {
+tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost) {
   struct Host {
     char name[64];
   } mine{};
   gethostname(mine.name, sizeof(mine.name) - 1);
   std::vector<Host> all(t->nranks());
   TACO_CHECK(t->hostAllGather(&mine, all.data(), sizeof(Host)));
-  *ranksOnThisHost = 0;
-  for (const Host& h : all) *ranksOnThisHost += strncmp(h.name, mine.name, sizeof(mine.name)) == 0;
-  // Every rank sees the same list: the ranks are on one host when the first rank's host has them all.
-  int withFirst = 0;
-  for (const Host& h : all) withFirst += strncmp(h.name, all[0].name, sizeof(mine.name)) == 0;
-  *oneHost = withFirst == t->nranks();
+  std::vector<std::string> names;
+  for (Host& h : all) h.name[sizeof(h.name) - 1] = '\0', names.emplace_back(h.name);
+  const HostLayout layout = hostLayoutOf(names, t->rank());
+  *ranksOnThisHost = layout.ranksOnThisHost;
+  *oneHost = layout.oneHost;
+  if (firstOnHost != nullptr) *firstOnHost = layout.firstOnHost;
   return tacoSuccess;
 }
 

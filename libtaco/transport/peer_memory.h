@@ -68,9 +68,10 @@ tacoResult_t peerMemoryCreateNcclSymmetric(Transport* t, size_t bytes, int lsaBa
 // tacoSuccess with *out == nullptr when the route is closed (the reason is logged).
 tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out);
 
-// Collective: how many ranks share this rank's host (by host name), and whether all of them
-// do (the same answer on every rank).
-tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost);
+// Collective: how many ranks share this rank's host (by host name), whether all of them do (the
+// same answer on every rank), and (when firstOnHost is not null) whether this rank is the lowest
+// of its host.
+tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost = nullptr);
 
 // Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised. The
 // nccl-symmetric route deregisters from its NCCL communicator: free before the transport

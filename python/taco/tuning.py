@@ -20,8 +20,8 @@ prints, per dtype, a table in the style of nccl-tests: the size, every algorithm
 "fused-large": the fused two-shot with a scratch four times the chunk's, measured where a call
 takes several launches with the communicator's own, and kept where the table takes it),
 the choice and its speedup over plain (the transport's uncompressed AllReduce, NCCL's);
-rank 0 writes the table to the cache (TACO_TUNE_FILE, else $XDG_CACHE_HOME/taco/tune.json
-or ~/.cache/taco/tune.json).
+the lowest rank of each host writes the table to the cache (TACO_TUNE_FILE, else
+$XDG_CACHE_HOME/taco/tune.json or ~/.cache/taco/tune.json).
 """
 from __future__ import annotations
 

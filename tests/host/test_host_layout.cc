@@ -1,0 +1,48 @@
+// Which ranks share a host (libtaco/transport/host_layout.h): the ranks per host that the tuning
+// key records, whether peer memory may exist (one host), and the rank of each host that writes
+// the tuning cache (the lowest: every host's cache gets the tables).
+#include <string>
+#include <vector>
+
+#include "transport/host_layout.h"
+#include "check.h"
+
+using taco::hostLayoutOf;
+
+int main() {
+  // One host: every rank counts them all; only rank 0 is first.
+  const std::vector<std::string> one = {"a", "a", "a", "a"};
+  for (int r = 0; r < 4; ++r) {
+    const taco::HostLayout h = hostLayoutOf(one, r);
+    TEST_ASSERT_EQ_INT(h.ranksOnThisHost, 4);
+    TEST_ASSERT(h.oneHost);
+    TEST_ASSERT(h.firstOnHost == (r == 0));
+  }
+  // Two hosts of two ranks, interleaved (a rank order that does not follow the hosts): the
+  // lowest rank of each host is first; nobody is on one host.
+  const std::vector<std::string> two = {"a", "b", "a", "b"};
+  const bool first2[] = {true, true, false, false};
+  for (int r = 0; r < 4; ++r) {
+    const taco::HostLayout h = hostLayoutOf(two, r);
+    TEST_ASSERT_EQ_INT(h.ranksOnThisHost, 2);
+    TEST_ASSERT(!h.oneHost);
+    TEST_ASSERT_MSG(h.firstOnHost == first2[r], "rank %d", r);
+  }
+  // Uneven hosts: 3 on "x", 1 on "y" (rank 3); the answer on one host does not depend on rank 0's.
+  const std::vector<std::string> uneven = {"x", "x", "x", "y"};
+  TEST_ASSERT_EQ_INT(hostLayoutOf(uneven, 1).ranksOnThisHost, 3);
+  TEST_ASSERT_EQ_INT(hostLayoutOf(uneven, 3).ranksOnThisHost, 1);
+  TEST_ASSERT(hostLayoutOf(uneven, 3).firstOnHost);
+  TEST_ASSERT(!hostLayoutOf(uneven, 2).firstOnHost);
+  TEST_ASSERT(!hostLayoutOf(uneven, 0).oneHost && !hostLayoutOf(uneven, 3).oneHost);
+  // Every host has exactly one first rank, whatever the names.
+  const std::vector<std::string> many = {"h3", "h1", "h3", "h2", "h1", "h1", "h2", "h4"};
+  int firsts = 0;
+  for (int r = 0; r < (int)many.size(); ++r) firsts += hostLayoutOf(many, r).firstOnHost;
+  TEST_ASSERT_EQ_INT(firsts, 4);
+  // One rank; a rank outside the list gives nothing (no first rank, no host).
+  TEST_ASSERT(hostLayoutOf({"solo"}, 0).firstOnHost && hostLayoutOf({"solo"}, 0).oneHost);
+  TEST_ASSERT(!hostLayoutOf(one, 4).firstOnHost && hostLayoutOf(one, 4).ranksOnThisHost == 0);
+  TEST_ASSERT(!hostLayoutOf(one, -1).firstOnHost);
+  return TEST_REPORT();
+}
