@@ -192,15 +192,41 @@ def get_unique_id() -> bytes:
     return bytes(f.buffer(uid))
 
 
+# The handles of communicators garbage-collected without close(). The collector only queues them:
+# it may run anywhere, a CUDA graph capture included, where the destroy's synchronisation and
+# frees would break the capture. They are destroyed at the next creation, close() or abort().
+_unclosed: list = []
+
+
+def _queue_unclosed(handle) -> None:
+    _unclosed.append(handle)  # atomic: no lock, as the collector may run on any thread
+
+
+def _destroy_unclosed() -> None:
+    while _unclosed:
+        try:
+            h = _unclosed.pop()
+        except IndexError:  # another thread took the last one
+            return
+        _lib.lib().tacoCommDestroy(h)  # a failure has nobody left to tell; the handle is gone either way
+
+
 class Communicator:
     """One rank of a group running collectives together. Create with
-    `from_unique_id`, `from_mpi`, `from_nccl` or `taco.loopback`."""
+    `from_unique_id`, `from_mpi`, `from_nccl` or `taco.loopback`. close() (or `with`) frees it;
+    one that is garbage-collected open is freed at the next creation, close() or abort() of any
+    communicator of the process."""
 
     def __init__(self, handle, _origin: str = "") -> None:
+        _destroy_unclosed()
         self._h = handle
         self._origin = _origin
         self._ended = ""  # "closed" or "aborted" once the handle is gone
         self.group_name = ""  # the name torch.ops.taco.* take (taco.comm.register)
+        self._finalizer = None
+        if isinstance(handle, _lib.ffi().CData):  # a library communicator (tests pass stand-ins)
+            self._finalizer = weakref.finalize(self, _queue_unclosed, handle)
+            self._finalizer.atexit = False  # at exit the process's end frees it
         register(self, prefix=_origin or "comm")
 
     # ---------------------------------------------------------------- creation
@@ -433,18 +459,22 @@ class Communicator:
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Wait for this communicator's work and free it (idempotent; nothing after abort)."""
+        _destroy_unclosed()
         if self._h is not None:
             lib = _lib.lib()
             rc = lib.tacoCommDestroy(self._h)
             if rc == lib.tacoInvalidUsage:  # work queued in an open group: nothing was freed
                 check(rc)
             self._h, self._ended = None, "closed"
+            if self._finalizer is not None:
+                self._finalizer.detach()
             check(rc)  # the communicator is freed even on failure: the message is the thread's
 
     def abort(self) -> None:
         """Free without waiting (tacoCommAbort: aborts work in flight). Every later call on
         the communicator raises InvalidUsageError saying it was aborted; close() and abort()
         do nothing."""
+        _destroy_unclosed()
         if self._h is not None:
             lib = _lib.lib()
             # Cleared first, so that no other thread of this process uses the handle while it is
@@ -453,6 +483,8 @@ class Communicator:
             rc = lib.tacoCommAbort(h)
             if rc == lib.tacoInvalidUsage:  # another thread is using it: nothing was freed
                 self._h, self._ended = h, ""
+            elif self._finalizer is not None:
+                self._finalizer.detach()
             check(rc)
 
     @property

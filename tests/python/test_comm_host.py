@@ -175,3 +175,75 @@ def test_after_abort_every_call_says_the_communicator_was_aborted(stub):
     assert not d.aborted
     with pytest.raises(taco.InvalidUsageError, match="communicator is closed"):
         d.allreduce_algo(10, "float32")
+
+
+# ---------------------------------------------------------------- communicators never closed
+
+
+class HandleStub(StubLib):
+    """Records which handle each destroy and abort was for; destroy answers `destroy_rc`."""
+
+    def __init__(self):
+        super().__init__()
+        self.destroy_rc = self._real.tacoSuccess
+
+    def tacoCommDestroy(self, comm):
+        self.calls.append(("destroy", int(_lib.ffi().cast("uintptr_t", comm))))
+        return self.destroy_rc
+
+    def tacoCommAbort(self, comm):
+        self.calls.append(("abort", int(_lib.ffi().cast("uintptr_t", comm))))
+        return self._real.tacoSuccess
+
+
+def _handle(address):
+    return _lib.ffi().cast("tacoComm_t", address)
+
+
+def test_a_communicator_collected_open_is_destroyed_at_the_next_creation_not_by_the_collector(monkeypatch):
+    import gc
+
+    s = HandleStub()
+    monkeypatch.setattr(_lib, "lib", lambda: s)
+    monkeypatch.setattr(comm_mod, "_unclosed", [])
+    c = taco.Communicator(_handle(0x1000), "test")
+    del c
+    gc.collect()
+    assert s.calls == []  # the collector only queued it: it may run during a graph capture
+    d = taco.Communicator(_handle(0x2000), "test")
+    assert s.calls == [("destroy", 0x1000)]
+    # close() and abort() also destroy what was queued first, and a closed or aborted
+    # communicator is never destroyed again when collected.
+    e = taco.Communicator(_handle(0x3000), "test")
+    del e
+    gc.collect()
+    d.close()
+    assert s.calls[1:] == [("destroy", 0x3000), ("destroy", 0x2000)]
+    f = taco.Communicator(_handle(0x4000), "test")
+    f.abort()
+    del d, f
+    gc.collect()
+    taco.Communicator(object(), "test")  # a stand-in handle: never queued
+    gc.collect()
+    taco.Communicator(object(), "test")
+    assert s.calls[3:] == [("abort", 0x4000)]
+
+
+def test_a_close_the_library_refused_leaves_the_communicator_to_the_collector(monkeypatch):
+    """tacoInvalidUsage (calls queued in an open group): nothing was freed, so the communicator
+    stays open, and is destroyed once collected."""
+    import gc
+
+    s = HandleStub()
+    monkeypatch.setattr(_lib, "lib", lambda: s)
+    monkeypatch.setattr(comm_mod, "_unclosed", [])
+    s.destroy_rc = s._real.tacoInvalidUsage
+    c = taco.Communicator(_handle(0x5000), "test")
+    with pytest.raises(taco.InvalidUsageError):
+        c.close()
+    assert not c.closed
+    s.destroy_rc = s._real.tacoSuccess
+    del c
+    gc.collect()
+    taco.Communicator(object(), "test")
+    assert s.calls == [("destroy", 0x5000), ("destroy", 0x5000)]
