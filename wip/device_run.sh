@@ -3,7 +3,7 @@
 # wip/oneshots-between-processes.patch lands, the second turn of the interleaved-chunks A/B, the
 # forced one-shot's fixed cost with the fixed taco_perf, and HBM bytes with the write-back counted.
 # On the device, carrying .whl (about 8 minutes):
-#   git apply wip/oneshots-between-processes.patch   # here, before the run, so that it travels
+#   git apply wip/oneshots-between-processes.patch wip/ipc-release-line.patch   # here, before the run
 #   bash wip/device_run.sh 2>&1 | tee $OUT/log
 set -uo pipefail
 OUT="${OUT:-$PWD/wip-out}"; mkdir -p "$OUT"
