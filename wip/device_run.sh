@@ -35,6 +35,24 @@ for algo in oneshot oneshot-raw fused; do
     echo "small $algo P=$p rc=$? $(grep -E '^ +4096 ' "$OUT/small_${algo}_p$p.txt" | head -1)"
   done
 done
+# 3b. Where the one-shot's 4 KiB call spends its time: the phase timeline of one eager call
+#     (TACO_PEER_TIMELINE prints the last launch at destroy), P = 2, both one-shots.
+for algo in oneshot oneshot-raw; do
+  TACO_PEER_TIMELINE=1 timeout 60 python3 - "$algo" <<'PY' > "$OUT/timeline_small_$algo.txt" 2>&1
+import sys, torch, taco.comm
+algo = sys.argv[1]
+xs = [torch.randn(2048, device="cuda").to(torch.bfloat16) for _ in range(2)]
+comms = taco.comm.loopback(2, codec="fp8-block", algo=algo, fallback_bytes=0)
+for _ in range(20):
+    with taco.comm.group():
+        for c, x in zip(comms, xs):
+            c.allreduce(x)
+torch.cuda.synchronize()
+for c in comms:
+    c.close()
+PY
+  echo "timeline $algo rc=$?"; grep "TACO TIMELINE" "$OUT/timeline_small_$algo.txt" | head -12
+done
 # 4. HBM bytes with the previous kernel's write-back counted by the next (CACHE=none).
 CACHE=none timeout 150 bash wip/hbm_bytes.sh "$OUT/hbm" 2>&1 | tee "$OUT/hbm.txt"
 echo "total: $(( $(date +%s) - t0 )) s"
