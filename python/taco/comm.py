@@ -192,23 +192,24 @@ def get_unique_id() -> bytes:
     return bytes(f.buffer(uid))
 
 
-# The handles of communicators garbage-collected without close(). The collector only queues them:
-# it may run anywhere, a CUDA graph capture included, where the destroy's synchronisation and
-# frees would break the capture. They are destroyed at the next creation, close() or abort().
+# The communicators the library created here that were garbage-collected without close(), as
+# (handle, the library that made it). The collector only queues them: it may run anywhere, a CUDA
+# graph capture included, where the destroy's synchronisation and frees would break the capture.
+# They are destroyed at the next creation, close() or abort().
 _unclosed: list = []
 
 
-def _queue_unclosed(handle) -> None:
-    _unclosed.append(handle)  # atomic: no lock, as the collector may run on any thread
+def _queue_unclosed(handle, lib) -> None:
+    _unclosed.append((handle, lib))  # atomic: no lock, as the collector may run on any thread
 
 
 def _destroy_unclosed() -> None:
     while _unclosed:
         try:
-            h = _unclosed.pop()
+            h, lib = _unclosed.pop()
         except IndexError:  # another thread took the last one
             return
-        _lib.lib().tacoCommDestroy(h)  # a failure has nobody left to tell; the handle is gone either way
+        lib.tacoCommDestroy(h)  # a failure has nobody left to tell; the handle is gone either way
 
 
 class Communicator:
@@ -224,10 +225,15 @@ class Communicator:
         self._ended = ""  # "closed" or "aborted" once the handle is gone
         self.group_name = ""  # the name torch.ops.taco.* take (taco.comm.register)
         self._finalizer = None
-        if isinstance(handle, _lib.ffi().CData):  # a library communicator (tests pass stand-ins)
-            self._finalizer = weakref.finalize(self, _queue_unclosed, handle)
-            self._finalizer.atexit = False  # at exit the process's end frees it
         register(self, prefix=_origin or "comm")
+
+    @classmethod
+    def _created(cls, handle, origin: str) -> "Communicator":
+        """A communicator the library has just created: it is destroyed when collected open."""
+        c = cls(handle, origin)
+        c._finalizer = weakref.finalize(c, _queue_unclosed, handle, _lib.lib())
+        c._finalizer.atexit = False  # at exit the process's end frees it
+        return c
 
     # ---------------------------------------------------------------- creation
     @classmethod
@@ -244,7 +250,7 @@ class Communicator:
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
         check(lib.tacoCommInitRank(out, nranks, uid[0], rank, cfg))
-        return cls(out[0], "nccl")
+        return cls._created(out[0], "nccl")
 
     @classmethod
     def from_mpi(cls, comm: Any = None, **config) -> "Communicator":
@@ -266,7 +272,7 @@ class Communicator:
         cfg, _keep = _config(config)
         out = f.new("tacoComm_t*")
         check(lib.tacoCommFromNccl(out, f.cast("void*", nccl_comm), cfg))
-        return cls(out[0], "nccl-wrapped")
+        return cls._created(out[0], "nccl-wrapped")
 
     # ---------------------------------------------------------------- queries
     def _handle(self):
@@ -529,7 +535,7 @@ def loopback(n: int, **config) -> list:
     cfg, _keep = _config(config)
     arr = f.new("tacoComm_t[]", max(n, 1))  # the library refuses n outside its range, naming nranks
     check(lib.tacoCommInitLoopback(arr, n, cfg))
-    return [Communicator(arr[i], "loopback") for i in range(n)]
+    return [Communicator._created(arr[i], "loopback") for i in range(n)]
 
 
 @contextlib.contextmanager

@@ -206,24 +206,24 @@ def test_a_communicator_collected_open_is_destroyed_at_the_next_creation_not_by_
     s = HandleStub()
     monkeypatch.setattr(_lib, "lib", lambda: s)
     monkeypatch.setattr(comm_mod, "_unclosed", [])
-    c = taco.Communicator(_handle(0x1000), "test")
+    c = taco.Communicator._created(_handle(0x1000), "test")
     del c
     gc.collect()
     assert s.calls == []  # the collector only queued it: it may run during a graph capture
-    d = taco.Communicator(_handle(0x2000), "test")
+    d = taco.Communicator._created(_handle(0x2000), "test")
     assert s.calls == [("destroy", 0x1000)]
     # close() and abort() also destroy what was queued first, and a closed or aborted
     # communicator is never destroyed again when collected.
-    e = taco.Communicator(_handle(0x3000), "test")
+    e = taco.Communicator._created(_handle(0x3000), "test")
     del e
     gc.collect()
     d.close()
     assert s.calls[1:] == [("destroy", 0x3000), ("destroy", 0x2000)]
-    f = taco.Communicator(_handle(0x4000), "test")
+    f = taco.Communicator._created(_handle(0x4000), "test")
     f.abort()
     del d, f
     gc.collect()
-    taco.Communicator(object(), "test")  # a stand-in handle: never queued
+    taco.Communicator(_handle(0x6000), "test")  # not created by the library here (a stand-in): never queued
     gc.collect()
     taco.Communicator(object(), "test")
     assert s.calls[3:] == [("abort", 0x4000)]
@@ -238,7 +238,7 @@ def test_a_close_the_library_refused_leaves_the_communicator_to_the_collector(mo
     monkeypatch.setattr(_lib, "lib", lambda: s)
     monkeypatch.setattr(comm_mod, "_unclosed", [])
     s.destroy_rc = s._real.tacoInvalidUsage
-    c = taco.Communicator(_handle(0x5000), "test")
+    c = taco.Communicator._created(_handle(0x5000), "test")
     with pytest.raises(taco.InvalidUsageError):
         c.close()
     assert not c.closed
