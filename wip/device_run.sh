@@ -53,6 +53,6 @@ for c in comms:
 PY
   echo "timeline $algo rc=$?"; grep "TACO TIMELINE" "$OUT/timeline_small_$algo.txt" | head -12
 done
-# 4. HBM bytes with the previous kernel's write-back counted by the next (CACHE=none).
-CACHE=none timeout 150 bash wip/hbm_bytes.sh "$OUT/hbm" 2>&1 | tee "$OUT/hbm.txt"
+# 4. HBM bytes with each kernel's write-back counted by the next (CACHE=none), three calls a row.
+CACHE=none CALLS=3 timeout 150 bash wip/hbm_bytes.sh "$OUT/hbm" 2>&1 | tee "$OUT/hbm.txt"
 echo "total: $(( $(date +%s) - t0 )) s"

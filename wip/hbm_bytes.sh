@@ -10,6 +10,7 @@ export TACO_PEER_EARLY_LAUNCH=0  # kernels one at a time under the profiler, as 
 # control a kernel's dirty L2 lines are written back after its end, outside its counters; with
 # CACHE=none (ncu --cache-control none) the next kernel of the call counts the previous one's.
 CACHE="${CACHE:-all}"
+export CALLS="${CALLS:-1}"  # calls per row (the sums per call); CACHE=none CALLS=3 for a steady state
 # P algo codec dtype MiB-per-rank: sizes above the 50 MB L2 in total, one chunk a call
 for row in "2 fused fp8-block bfloat16 64" "2 oneshot fp8-block bfloat16 64" \
            "8 fused fp8-block bfloat16 16" "8 oneshot fp8-block bfloat16 16" \
