@@ -129,6 +129,7 @@ def main() -> int:
         print(f"final loss {loss.item():.6f}  ({time.perf_counter() - t0:.1f} s)")
         if args.backend == "taco":
             print(f"collectives through libtaco: {dict(group.routed)}")
+    dist.barrier()  # every rank's last call has ended before any rank frees its peer scratch
     tt.destroy_communicators()
     dist.destroy_process_group()
     return 0

@@ -106,6 +106,7 @@ def main() -> int:
     if rank == 0:
         print(f"final loss {loss.item():.6f}  ({time.perf_counter() - t0:.1f} s)")
     if dist is not None:
+        dist.barrier()  # every rank's last call has ended before any rank frees its peer scratch
         tt.destroy_communicators()
         dist.destroy_process_group()
     else:

@@ -243,7 +243,9 @@ tacoResult_t tacoCommFromNccl(tacoComm_t* comm, void* ncclComm, const tacoConfig
  * (the loopback transport). Drive them from one thread inside
  * tacoGroupStart/tacoGroupEnd, one call per rank. */
 tacoResult_t tacoCommInitLoopback(tacoComm_t* comms, int nranks, const tacoConfig_t* config);
-/* Wait for the communicator's work, then free it. */
+/* Wait for this rank's work on the communicator, then free it. It does not synchronize the ranks:
+ * between processes, destroy only once every rank's last call has completed (stream synchronize,
+ * then a host barrier; docs/api.md). */
 tacoResult_t tacoCommDestroy(tacoComm_t comm);
 /* Free the communicator without waiting (aborts NCCL work in flight). */
 tacoResult_t tacoCommAbort(tacoComm_t comm);
@@ -270,8 +272,8 @@ tacoResult_t tacoCommAllReduceAlgo(tacoComm_t comm, size_t count, tacoDataType_t
  * error or a peer-memory timeout demotes it, with a warning), then timed at power-of-two sizes
  * from 4 KiB up to TACO_TUNE_MAX_BYTES (256 MiB; fewer where device memory is short); the ranks
  * combine their timings (the max) and compare the table's hash. Later AllReduce calls of
- * `datatype` with algo auto take the table's choice for the nearest size, and rank 0 writes it
- * to the cache (TACO_TUNE_FILE). With TACO_TUNE=auto (the default) the first eager AllReduce of
+ * `datatype` with algo auto take the table's choice for the nearest size, and the lowest rank of
+ * each host writes it to the cache (TACO_TUNE_FILE). With TACO_TUNE=auto (the default) the first eager AllReduce of
  * a datatype does this by itself where no cached table is in use. Collective: every rank calls
  * it, outside any group and graph capture; it runs on `stream` and returns when done. A one-rank
  * communicator has nothing to measure (tacoSuccess, no table). For a loopback world of several

@@ -1,6 +1,6 @@
 """The HBM bytes of one peer AllReduce call, from Nsight Compute's counters, against the bytes
 model of bench/peer_roofline.py (which counts every modelled byte as an HBM byte, though in a
-loopback launch some reads hit L2). Work in progress, for a session with a GPU (wip/README.md).
+loopback launch some reads hit L2). Work in progress, for a run on a GPU machine (wip/README.md).
 
 Run one call (under ncu; see wip/hbm_bytes.sh):   python3 wip/hbm_bytes.py run P ALGO CODEC DTYPE MIB
 Sum ncu's CSV against the model:                  python3 wip/hbm_bytes.py sum CSV P ALGO CODEC DTYPE MIB

@@ -67,8 +67,8 @@ tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype
   if (const char* why = algoAutoExcluded(c->config.algo, in)) {  // runs, as asked: said once per process
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
-      TACO_WARN("tacoAllReduce: algorithm '%s' is forced (config algo / TACO_ALGO), but %s; "
-                "the fused two-shot, the staged two-shot and plain are not affected", algoName(c->config.algo), why);
+      TACO_WARN("tacoAllReduce: algorithm '%s' is forced (config algo / TACO_ALGO): it runs as asked, though %s",
+                algoName(c->config.algo), why);
   }
   *algo = c->config.algo;
   return tacoSuccess;

@@ -78,8 +78,9 @@ size_t threadsWanted(const PeerPlan& p, const dev::PieceWire& largest, tacoDataT
   return (largest.count * dtypeBytes(dtype) + 15) / 16;
 }
 
-// A call whose kernels were enqueued in part: they run, advance the epoch word past chunks the
-// call did not finish, and leave peers (of other processes) waiting for kernels that never come.
+// A call whose kernels were enqueued in part: they run and raise this rank's flags for their
+// chunks, but the call's last kernel, the only one that advances the epoch word, never runs; the
+// peers (of other processes) are left waiting for kernels that never come.
 // A call of a process-per-rank world that enqueued nothing is no better: its peers' kernels of
 // that call wait for this rank, whose next call would pair with them. Either way the ranks'
 // epochs no longer agree, as after a timeout: every later peer call is refused, and the error is

@@ -113,8 +113,8 @@ cudaError_t launchPeerKernel(PeerKernel kernel, const PeerLaunch& L, size_t work
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  // A phase of the fused two-shot waits only on other kernels (the previous phase of every
-  // rank), never on a CTA of its own launch, so it needs no cooperative launch; the
+  // A phase of the fused two-shot waits only on other kernels (earlier phases and chunks of
+  // every rank), never on a CTA of its own launch, so it needs no cooperative launch; the
   // one-shots wait within their launch, across its rank groups, and do.
   cudaLaunchAttribute attr[1];
   if (early) {

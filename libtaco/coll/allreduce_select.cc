@@ -42,8 +42,9 @@ const char* algoAutoExcluded(int algo, const AlgoInputs& in) {
   if (const char* why = algoUnavailable(algo, in)) return why;
   if ((algo == tacoAlgoOneShot || algo == tacoAlgoOneShotRaw) && in.peerLaunchesApart)
     return "the one-shots are not chosen automatically where the ranks' peer kernels are separate launches "
-           "(cuda-ipc, nccl-symmetric) until their fix for back-to-back calls has run on GPUs of several processes "
-           "(docs/collectives.md, \"Known limitation\")";
+           "(cuda-ipc, nccl-symmetric) until the tuner has run with them as candidates between processes (their fix "
+           "for back-to-back calls has passed its tests between processes on one GPU; docs/collectives.md, \"Known "
+           "limitation\")";
   return nullptr;
 }
 

@@ -34,8 +34,9 @@ const char* algoUnavailable(int algo, const AlgoInputs& in);
 // Why the automatic choice (the model, the tuner, a tuned table) leaves `algo` out, or nullptr:
 // what algoUnavailable says, and the one-shots where the peer kernels are separate launches.
 // The fix for back-to-back one-shots there (consecutive epochs, coll/peer_launch.h) has passed the
-// host model of the protocol but not yet run on GPUs of several processes (docs/collectives.md,
-// "Known limitation"), so only an explicit config algo / TACO_ALGO runs them.
+// host model of the protocol and ipc_world's bursts between processes on one GPU; until the
+// tuner's world between processes has run with them as candidates (docs/collectives.md, "Known
+// limitation"), only an explicit config algo / TACO_ALGO runs them.
 const char* algoAutoExcluded(int algo, const AlgoInputs& in);
 
 }  // namespace taco

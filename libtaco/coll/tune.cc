@@ -14,7 +14,8 @@
 //   4. combine the ranks' times by the max through the transport's plain AllReduce (each rank
 //      writes its row, zeros elsewhere: a sum that is a gather, exact in fp32), derive the
 //      table, and compare its hash across ranks the same way;
-//   5. install it for the world, and write it to the cache from rank 0, unless it lacks something a
+//   5. install it for the world, and write it to the cache from the lowest rank of each host
+//      (tuneStoresCache; a loopback world: its process), unless it lacks something a
 //      later job could measure: sizes cut for memory, or a candidate lost for a reason that may not
 //      recur (tuneTableUncacheable).
 // Steps that can fail on one rank end in an agreement, so no rank goes on alone. The ranks, inputs

@@ -3,7 +3,8 @@
 // bit against its oracle on this machine, then timed at power-of-two sizes; the ranks combine
 // their timings (the max) through the transport's plain AllReduce, so every rank derives the
 // same table, and compare its hash before using it. The table (coll/tune_table.h) goes to the
-// communicator (coll/tune_state.h) and, from rank 0, to the cache (coll/tune_cache.h).
+// communicator (coll/tune_state.h) and, from the lowest rank of each host, to the cache
+// (coll/tune_cache.h).
 #pragma once
 #include <cuda_runtime_api.h>
 

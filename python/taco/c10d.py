@@ -27,7 +27,8 @@ they differ. The libtaco communicator is created at the group's first libtaco co
 it (see taco.torch.communicator_from_process_group), else from a unique id exchanged through
 the group's store. Creation allocates device memory, so make one such call, or call
 `communicator()`, before capturing a CUDA graph. dist.destroy_process_group(group) closes it
-(through `shutdown()`); taco.torch.destroy_communicators() closes those of every group.
+(through `shutdown()`); taco.torch.destroy_communicators() closes those of every group. Neither
+synchronizes the ranks: barrier first (docs/api.md, tacoCommDestroy).
 
 One rank per process, as c10d has it: a loopback world (several ranks in one process) is not
 a c10d group; use taco.torch.TPGroup.loopback for that.

@@ -464,7 +464,8 @@ class Communicator:
 
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
-        """Wait for this communicator's work and free it (idempotent; nothing after abort)."""
+        """Wait for this rank's work on the communicator and free it (idempotent; nothing after
+        abort). It does not synchronize the ranks: between processes, barrier first (docs/api.md)."""
         _destroy_unclosed()
         if self._h is not None:
             lib = _lib.lib()

@@ -95,7 +95,8 @@ def communicator(codec: str | None = None) -> Communicator:
 
 
 def finalize() -> None:
-    """Close the default communicators (before the launcher shuts down)."""
+    """Close the default communicators (before the launcher shuts down; between processes, after
+    a barrier, as close() does not synchronize the ranks)."""
     for c in _state["comms"].values():
         c.close()
     _state.update(make=None, comms={}, codec=None)

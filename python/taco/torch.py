@@ -193,7 +193,8 @@ def communicator_from_process_group(group=None, codec: str | None = None, *, sha
 
 def destroy_communicators() -> None:
     """Close every cached communicator and the libtaco communicators of "taco" process
-    groups (before dist.destroy_process_group)."""
+    groups (before dist.destroy_process_group; after torch.cuda.synchronize() and
+    dist.barrier(), as it does not synchronize the ranks: docs/api.md, tacoCommDestroy)."""
     with _cache_lock:
         items = list(_cache.values())
         _cache.clear()

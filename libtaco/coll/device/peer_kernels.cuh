@@ -407,7 +407,8 @@ __device__ __forceinline__ void forPeerPieces(PieceArgs* sp, const PeerLaunch& L
 //    arrives after its B(k-1), and so its C(k-2), ended; B(k) waits for that arrival anyway.
 //  - Every kernel still waits for its predecessor before it ends, so the call's last kernel,
 //    C(n-1), ends after all of them, and only it changes the epoch word.
-// tests/host/test_peer_protocol.cc checks both orders, and that each of these steps is needed.
+// tests/host/test_peer_protocol.cc checks the three launch modes (after the previous kernel, early,
+// interleaved), and that each of these steps is needed.
 
 // The kernels that also come in the claimed order (peerFusedKernel), as measured (docs/results.md,
 // "Tiles claimed"): the byte codes' in any type, and with ROT the rotated256 layout's compress and
@@ -496,7 +497,8 @@ __device__ __forceinline__ void fusedPhase(PieceArgs* sp, const PeerLaunch& L, c
 // their speeds differ; the host asks for it where it measured faster (coll/allreduce_peer.cu).
 // With ROT the reduce keeps the static order.
 // A waiting phase that gives up (abort, timeout) returns early; the next ones see the rank's
-// failed word and give up too, and the last phase still ends the chunk's epoch.
+// failed word and give up too, and the last phase still writes the epoch word (E0 again, or
+// E0 + nChunks after the call's last chunk).
 template <typename T, int FMT, bool ROT, int PH, bool CLAIM = false>
 __global__ void __launch_bounds__(kThreads, 2) peerFusedKernel(const PeerLaunch L) {
   static_assert(!CLAIM || kClaimFormat<T, FMT, ROT>, "a format without the claimed order");
