@@ -192,10 +192,12 @@ def get_unique_id() -> bytes:
     return bytes(f.buffer(uid))
 
 
-# The communicators the library created here that were garbage-collected without close(), as
-# (handle, the library that made it). The collector only queues them: it may run anywhere, a CUDA
-# graph capture included, where the destroy's synchronisation and frees would break the capture.
-# They are destroyed at the next creation, close() or abort().
+# The loopback communicators the library created here that were garbage-collected without close(),
+# as (handle, the library that made it). The collector only queues them: it may run anywhere, a
+# CUDA graph capture included, where the destroy's synchronisation and frees would break the
+# capture. They are destroyed at the next creation or close() (not abort(), which must not wait).
+# Only loopback ones: a communicator of several processes must be destroyed after a barrier
+# (docs/api.md), and one wrapping a caller's ncclComm_t may outlive that comm if collected late.
 _unclosed: list = []
 
 
@@ -209,14 +211,14 @@ def _destroy_unclosed() -> None:
             h, lib = _unclosed.pop()
         except IndexError:  # another thread took the last one
             return
-        lib.tacoCommDestroy(h)  # a failure has nobody left to tell; the handle is gone either way
+        lib.tacoCommDestroy(h)  # a failure (or a refusal: calls queued in an open group) leaves it to the process's end
 
 
 class Communicator:
     """One rank of a group running collectives together. Create with
     `from_unique_id`, `from_mpi`, `from_nccl` or `taco.loopback`. close() (or `with`) frees it;
-    one that is garbage-collected open is freed at the next creation, close() or abort() of any
-    communicator of the process."""
+    a loopback one that is garbage-collected open is freed at the next creation or close() of a
+    communicator in the process."""
 
     def __init__(self, handle, _origin: str = "") -> None:
         _destroy_unclosed()
@@ -229,10 +231,12 @@ class Communicator:
 
     @classmethod
     def _created(cls, handle, origin: str) -> "Communicator":
-        """A communicator the library has just created: it is destroyed when collected open."""
+        """A communicator the library has just created; a loopback one is destroyed when
+        collected open (_unclosed says why only those)."""
         c = cls(handle, origin)
-        c._finalizer = weakref.finalize(c, _queue_unclosed, handle, _lib.lib())
-        c._finalizer.atexit = False  # at exit the process's end frees it
+        if origin == "loopback":
+            c._finalizer = weakref.finalize(c, _queue_unclosed, handle, _lib.lib())
+            c._finalizer.atexit = False  # at exit the process's end frees it
         return c
 
     # ---------------------------------------------------------------- creation
@@ -481,7 +485,6 @@ class Communicator:
         """Free without waiting (tacoCommAbort: aborts work in flight). Every later call on
         the communicator raises InvalidUsageError saying it was aborted; close() and abort()
         do nothing."""
-        _destroy_unclosed()
         if self._h is not None:
             lib = _lib.lib()
             # Cleared first, so that no other thread of this process uses the handle while it is

@@ -200,26 +200,26 @@ def _handle(address):
     return _lib.ffi().cast("tacoComm_t", address)
 
 
-def test_a_communicator_collected_open_is_destroyed_at_the_next_creation_not_by_the_collector(monkeypatch):
+def test_a_loopback_communicator_collected_open_is_destroyed_at_the_next_creation_not_by_the_collector(monkeypatch):
     import gc
 
     s = HandleStub()
     monkeypatch.setattr(_lib, "lib", lambda: s)
     monkeypatch.setattr(comm_mod, "_unclosed", [])
-    c = taco.Communicator._created(_handle(0x1000), "test")
+    c = taco.Communicator._created(_handle(0x1000), "loopback")
     del c
     gc.collect()
     assert s.calls == []  # the collector only queued it: it may run during a graph capture
-    d = taco.Communicator._created(_handle(0x2000), "test")
+    d = taco.Communicator._created(_handle(0x2000), "loopback")
     assert s.calls == [("destroy", 0x1000)]
-    # close() and abort() also destroy what was queued first, and a closed or aborted
-    # communicator is never destroyed again when collected.
-    e = taco.Communicator._created(_handle(0x3000), "test")
+    # close() also destroys what was queued first, and a closed or aborted communicator is never
+    # destroyed again when collected.
+    e = taco.Communicator._created(_handle(0x3000), "loopback")
     del e
     gc.collect()
     d.close()
     assert s.calls[1:] == [("destroy", 0x3000), ("destroy", 0x2000)]
-    f = taco.Communicator._created(_handle(0x4000), "test")
+    f = taco.Communicator._created(_handle(0x4000), "loopback")
     f.abort()
     del d, f
     gc.collect()
@@ -238,7 +238,7 @@ def test_a_close_the_library_refused_leaves_the_communicator_to_the_collector(mo
     monkeypatch.setattr(_lib, "lib", lambda: s)
     monkeypatch.setattr(comm_mod, "_unclosed", [])
     s.destroy_rc = s._real.tacoInvalidUsage
-    c = taco.Communicator._created(_handle(0x5000), "test")
+    c = taco.Communicator._created(_handle(0x5000), "loopback")
     with pytest.raises(taco.InvalidUsageError):
         c.close()
     assert not c.closed
@@ -247,3 +247,29 @@ def test_a_close_the_library_refused_leaves_the_communicator_to_the_collector(mo
     gc.collect()
     taco.Communicator(object(), "test")
     assert s.calls == [("destroy", 0x5000), ("destroy", 0x5000)]
+
+
+def test_abort_never_waits_for_collected_communicators_and_other_origins_are_never_queued(monkeypatch):
+    """abort() must not wait (a watchdog's abort ends a hang): it destroys nothing queued. A
+    communicator of several processes (nccl) or wrapping a caller's ncclComm_t (nccl-wrapped) is
+    never destroyed by collection: its destroy must follow a barrier, or precede the wrapped comm's."""
+    import gc
+
+    s = HandleStub()
+    monkeypatch.setattr(_lib, "lib", lambda: s)
+    monkeypatch.setattr(comm_mod, "_unclosed", [])
+    for address, origin in ((0x7000, "nccl"), (0x8000, "nccl-wrapped")):
+        c = taco.Communicator._created(_handle(address), origin)
+        del c
+    c = taco.Communicator._created(_handle(0x9000), "loopback")
+    del c
+    gc.collect()
+    a = taco.Communicator(_handle(0xB000), "test")  # creation destroys the loopback one only
+    assert s.calls == [("destroy", 0x9000)]
+    d = taco.Communicator._created(_handle(0xA000), "loopback")
+    del d
+    gc.collect()
+    a.abort()
+    assert s.calls[1:] == [("abort", 0xB000)]  # 0xA000 still queued: abort did not wait for it
+    taco.Communicator(object(), "test")
+    assert s.calls[-1] == ("destroy", 0xA000)
