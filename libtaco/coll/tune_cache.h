@@ -27,7 +27,7 @@ struct TuneFingerprint {
   std::string gpu;       // the device's name
   int sms = 0;           // its multiprocessors
   int ranks = 0;
-  int ranksPerHost = 0;  // ranks on this rank's host
+  int ranksPerHost = 0;  // the most ranks on one host (the same on every rank)
   std::string route;     // peer memory: "loopback", "nccl-symmetric", "cuda-ipc" or "none"
   int nccl = 0;          // the loaded NCCL's version code (0: no NCCL, loopback)
   int taco = 0;          // TACO_VERSION_CODE

@@ -91,9 +91,10 @@ tacoResult_t fingerprint(tacoComm* c, int n, bool loopback, TuneFingerprint* f, 
   f->ranks = c->nranks;
   f->ranksPerHost = n;
   *storesCache = true;
-  if (!loopback) {
+  if (!loopback) {  // the same key on every rank, also where hosts hold different rank counts
     bool oneHost = false;
-    TACO_CHECK(peerHostLayout(c->transport, &f->ranksPerHost, &oneHost, storesCache));
+    int here = 0;
+    TACO_CHECK(peerHostLayout(c->transport, &here, &oneHost, storesCache, &f->ranksPerHost));
   }
   f->route = c->peer != nullptr ? c->peer->route : "none";
   const NcclSymmetricApi* api = nullptr;

@@ -77,7 +77,8 @@ tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* ro
   return peerAgree(t, ok);
 }
 
-tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost) {
+tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost,
+                            int* mostOnOneHost) {
   struct Host {
     char name[64];
   } mine{};
@@ -90,6 +91,7 @@ tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, b
   *ranksOnThisHost = layout.ranksOnThisHost;
   *oneHost = layout.oneHost;
   if (firstOnHost != nullptr) *firstOnHost = layout.firstOnHost;
+  if (mostOnOneHost != nullptr) *mostOnOneHost = layout.mostOnOneHost;
   return tacoSuccess;
 }
 

@@ -69,9 +69,10 @@ tacoResult_t peerMemoryCreateNcclSymmetric(Transport* t, size_t bytes, int lsaBa
 tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out);
 
 // Collective: how many ranks share this rank's host (by host name), whether all of them do (the
-// same answer on every rank), and (when firstOnHost is not null) whether this rank is the lowest
-// of its host.
-tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost = nullptr);
+// same answer on every rank), and, where the pointers are not null, whether this rank is the
+// lowest of its host and the most ranks on one host (the same on every rank).
+tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost = nullptr,
+                            int* mostOnOneHost = nullptr);
 
 // Unmaps / frees. Safe on nullptr. Waits for nothing: the caller has synchronised. The
 // nccl-symmetric route deregisters from its NCCL communicator: free before the transport

@@ -1,6 +1,7 @@
-// Which ranks share a host (libtaco/transport/host_layout.h): the ranks per host that the tuning
-// key records, whether peer memory may exist (one host), and the rank of each host that writes
-// the tuning cache (the lowest: every host's cache gets the tables).
+// Which ranks share a host (libtaco/transport/host_layout.h): the ranks on this rank's host,
+// whether peer memory may exist (one host), the rank of each host that writes the tuning cache
+// (the lowest: every host's cache gets the tables), and the most ranks on one host (what the
+// tuning key records: the same on every rank).
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ int main() {
     TEST_ASSERT_EQ_INT(h.ranksOnThisHost, 4);
     TEST_ASSERT(h.oneHost);
     TEST_ASSERT(h.firstOnHost == (r == 0));
+    TEST_ASSERT_EQ_INT(h.mostOnOneHost, 4);
   }
   // Two hosts of two ranks, interleaved (a rank order that does not follow the hosts): the
   // lowest rank of each host is first; nobody is on one host.
@@ -27,6 +29,7 @@ int main() {
     TEST_ASSERT_EQ_INT(h.ranksOnThisHost, 2);
     TEST_ASSERT(!h.oneHost);
     TEST_ASSERT_MSG(h.firstOnHost == first2[r], "rank %d", r);
+    TEST_ASSERT_EQ_INT(h.mostOnOneHost, 2);
   }
   // Uneven hosts: 3 on "x", 1 on "y" (rank 3); the answer on one host does not depend on rank 0's.
   const std::vector<std::string> uneven = {"x", "x", "x", "y"};
@@ -35,11 +38,15 @@ int main() {
   TEST_ASSERT(hostLayoutOf(uneven, 3).firstOnHost);
   TEST_ASSERT(!hostLayoutOf(uneven, 2).firstOnHost);
   TEST_ASSERT(!hostLayoutOf(uneven, 0).oneHost && !hostLayoutOf(uneven, 3).oneHost);
+  // The most ranks on one host is every rank's answer alike (the tuning key's, so that uneven
+  // hosts share one key): 3 on rank 3's host of one rank too.
+  for (int r = 0; r < 4; ++r) TEST_ASSERT_EQ_INT(hostLayoutOf(uneven, r).mostOnOneHost, 3);
   // Every host has exactly one first rank, whatever the names.
   const std::vector<std::string> many = {"h3", "h1", "h3", "h2", "h1", "h1", "h2", "h4"};
   int firsts = 0;
   for (int r = 0; r < (int)many.size(); ++r) firsts += hostLayoutOf(many, r).firstOnHost;
   TEST_ASSERT_EQ_INT(firsts, 4);
+  for (int r = 0; r < (int)many.size(); ++r) TEST_ASSERT_EQ_INT(hostLayoutOf(many, r).mostOnOneHost, 3);  // h1
   // One rank; a rank outside the list gives nothing (no first rank, no host).
   TEST_ASSERT(hostLayoutOf({"solo"}, 0).firstOnHost && hostLayoutOf({"solo"}, 0).oneHost);
   TEST_ASSERT(!hostLayoutOf(one, 4).firstOnHost && hostLayoutOf(one, 4).ranksOnThisHost == 0);
