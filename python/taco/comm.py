@@ -509,6 +509,14 @@ class Communicator:
     def __enter__(self) -> "Communicator":
         return self
 
+    # A communicator is a handle on one library object: a copy is the same communicator (two
+    # Python objects would close, or be collected and destroy, one handle twice).
+    def __copy__(self) -> "Communicator":
+        return self
+
+    def __deepcopy__(self, memo) -> "Communicator":
+        return self
+
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.close()

@@ -273,3 +273,21 @@ def test_abort_never_waits_for_collected_communicators_and_other_origins_are_nev
     assert s.calls[1:] == [("abort", 0xB000)]  # 0xA000 still queued: abort did not wait for it
     taco.Communicator(object(), "test")
     assert s.calls[-1] == ("destroy", 0xA000)
+
+
+def test_a_copy_of_a_communicator_is_the_communicator(monkeypatch):
+    """copy.copy / deepcopy (a model deep-copied with its group) give the same object: a second
+    object on the handle would destroy it when collected while the first still uses it."""
+    import copy
+    import gc
+
+    s = HandleStub()
+    monkeypatch.setattr(_lib, "lib", lambda: s)
+    monkeypatch.setattr(comm_mod, "_unclosed", [])
+    c = taco.Communicator._created(_handle(0xC000), "loopback")
+    assert copy.copy(c) is c and copy.deepcopy(c) is c and copy.deepcopy({"g": c})["g"] is c
+    d = copy.copy(c)
+    del d
+    gc.collect()
+    taco.Communicator(object(), "test")
+    assert s.calls == []  # c is alive: nothing was queued
