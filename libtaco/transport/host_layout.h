@@ -1,6 +1,7 @@
 // Which ranks share a host, from every rank's host name (peerHostLayout gathers the names).
 // A pure function, so that host tests can check it.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,17 +20,14 @@ inline HostLayout hostLayoutOf(const std::vector<std::string>& names, int me) {
   const int n = (int)names.size();
   if (me < 0 || me >= n) return h;
   h.firstOnHost = true;
-  int withFirst = 0;
+  std::map<std::string, int> perHost;
   for (int q = 0; q < n; ++q) {
-    const bool mine = names[(size_t)q] == names[(size_t)me];
-    h.ranksOnThisHost += mine;
-    if (mine && q < me) h.firstOnHost = false;
-    withFirst += names[(size_t)q] == names[0];
-    int onHostOfQ = 0;  // n is at most a few thousand: n^2 comparisons, once per communicator
-    for (int k = 0; k < n; ++k) onHostOfQ += names[(size_t)k] == names[(size_t)q];
-    if (onHostOfQ > h.mostOnOneHost) h.mostOnOneHost = onHostOfQ;
+    const int onHost = ++perHost[names[(size_t)q]];
+    if (onHost > h.mostOnOneHost) h.mostOnOneHost = onHost;
+    if (q < me && names[(size_t)q] == names[(size_t)me]) h.firstOnHost = false;
   }
-  h.oneHost = withFirst == n;
+  h.ranksOnThisHost = perHost[names[(size_t)me]];
+  h.oneHost = perHost.size() == 1;
   return h;
 }
 
