@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Work in progress (written 2026-12-05 with no device lent): two upper bounds for the fused
+# two-shot, so that the next kernel change is chosen by a measurement, not a guess.
+#   - TACO_STUDY_NO_WAITS: the fused phases skip their flag waits (from epoch 2 on, once both
+#     halves of the scratch hold a call's data): what phases that overlap perfectly (per-tile
+#     flags, deliverable 2 of the fused-kernel work) could give at most on one GPU.
+#   - TACO_STUDY_TWO_WHT: the rotated reduce skips the transform of its decoded output (two fp32
+#     transforms a block instead of three, and two transpositions fewer): what the reduce summed
+#     in the rotated domain (wip/rotated_reduce_study.py: accuracy unchanged, a spec change) could
+#     give at most.
+# Both give wrong results; the study build (-DTACO_STUDY=1) is never installed or tested. The
+# hooks are wip/study-bounds.patch; without the macro the patched tree compiles to main's device
+# code (checked with -Xptxas -v and the objects of peer_kernels_bf16_e4m3: same registers, and
+# the objects differ in 3 bytes of the host side), so build-gpu may be built from it.
+#   git apply wip/study-bounds.patch                            # here, before the run
+#   bash wip/study_bounds.sh 2>&1 | tee $OUT/study.log          # on the device, carrying .whl
+# (about 6 minutes: the study library's build, then 4 x 2 sweeps of 4 codecs x 2 dtypes x 3 P;
+# after wip/device_run.sh it reuses build-gpu, alone it builds it too.)
+set -uo pipefail
+OUT="${OUT:-$PWD/wip-out}"; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONPATH="/tmp/site:$PWD/python:$PWD/bench/python"
+t0=$(date +%s)
+build() {  # dir, extra flags
+  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACO_BUILD_TESTS=OFF \
+    -DTACO_BUILD_BENCH=OFF -DCMAKE_CUDA_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" \
+    -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/build_$1.log" 2>&1 &&
+    cmake --build "$1" -j"$(nproc)" --target taco >> "$OUT/build_$1.log" 2>&1 || { tail -30 "$OUT/build_$1.log"; return 1; }
+}
+[ -f build-gpu/libtaco.so ] || build build-gpu "" || exit 1
+build build-study "-DTACO_STUDY=1" || exit 1
+echo "builds: $(( $(date +%s) - t0 )) s"
+CODECS=fp8-block,int8-block,taco,int6-hadamard
+sweep() {  # tag, library, env...
+  local tag=$1 lib=$2; shift 2
+  env "$@" TACO_LIBRARY="$lib" timeout 150 python3 bench/peer_roofline.py --all --algos fused --iters 5 \
+    --codecs "$CODECS" --json "$OUT/study_$tag.json" > "$OUT/study_$tag.txt" 2>&1
+  echo "sweep $tag rc=$? ($(( $(date +%s) - t0 )) s)"
+}
+# Two turns, alternating, so that drift shows as a difference between the turns.
+for turn in 1 2; do
+  sweep main$turn "$PWD/build-gpu/libtaco.so"
+  sweep control$turn "$PWD/build-study/libtaco.so"
+  sweep nowaits$turn "$PWD/build-study/libtaco.so" TACO_STUDY_NO_WAITS=1
+  sweep twowht$turn "$PWD/build-study/libtaco.so" TACO_STUDY_TWO_WHT=1
+done
+python3 - "$OUT" <<'PY'
+import json, math, sys
+out = sys.argv[1]
+def load(tag):
+    try:
+        rows = json.load(open(f"{out}/study_{tag}.json"))["rows"]
+    except (OSError, ValueError):
+        return {}
+    return {(r["P"], r["dtype"], r["codec"]): r for r in rows}
+base = {t: load(f"main{t}") for t in (1, 2)}
+print("time variant / main, each turn; fraction of the roofline main -> variant (turn 1)")
+for var in ("control", "nowaits", "twowht"):
+    print(f"## {var}")
+    for key in sorted(base[1]):
+        cells = []
+        for t in (1, 2):
+            v = load(f"{var}{t}").get(key)
+            b = base[t].get(key)
+            cells.append(f"{v['time_ms'] / b['time_ms']:.3f}" if v and b else "-")
+        v1 = load(f"{var}1").get(key)
+        frac = f"{base[1][key]['of_memcpy']:.2f} -> {v1['of_memcpy']:.2f}" if v1 else ""
+        print(f"P={key[0]} {key[1]:8s} {key[2]:14s} {' / '.join(cells)}   {frac}")
+PY
+echo "total: $(( $(date +%s) - t0 )) s"
