@@ -35,14 +35,16 @@ for algo in oneshot oneshot-raw fused; do
     echo "small $algo P=$p rc=$? $(grep -E '^ +4096 ' "$OUT/small_${algo}_p$p.txt" | head -1)"
   done
 done
-# 3b. Where the one-shot's 4 KiB call spends its time: the phase timeline of one eager call
-#     (TACO_PEER_TIMELINE prints the last launch at destroy), P = 2, both one-shots.
-for algo in oneshot oneshot-raw; do
-  TACO_PEER_TIMELINE=1 timeout 60 python3 - "$algo" <<'PY' > "$OUT/timeline_small_$algo.txt" 2>&1
+# 3b. Where the one-shots' small calls spend their time: the phase timeline of one eager call
+#     (TACO_PEER_TIMELINE prints the last launch at destroy): P = 2 at 4 KiB (the fixed cost against
+#     plain), and the raw one-shot at P = 8 and 256 KiB (0.13x of its roofline, target 0.7x).
+for case in "oneshot 2 2048" "oneshot-raw 2 2048" "oneshot-raw 8 131072"; do
+  set -- $case
+  TACO_PEER_TIMELINE=1 timeout 60 python3 - "$@" <<'PY' > "$OUT/timeline_small_$1_p$2.txt" 2>&1
 import sys, torch, taco.comm
-algo = sys.argv[1]
-xs = [torch.randn(2048, device="cuda").to(torch.bfloat16) for _ in range(2)]
-comms = taco.comm.loopback(2, codec="fp8-block", algo=algo, fallback_bytes=0)
+algo, P, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+xs = [torch.randn(n, device="cuda").to(torch.bfloat16) for _ in range(P)]
+comms = taco.comm.loopback(P, codec="fp8-block", algo=algo, fallback_bytes=0)
 for _ in range(20):
     with taco.comm.group():
         for c, x in zip(comms, xs):
@@ -51,7 +53,7 @@ torch.cuda.synchronize()
 for c in comms:
     c.close()
 PY
-  echo "timeline $algo rc=$?"; grep "TACO TIMELINE" "$OUT/timeline_small_$algo.txt" | head -12
+  echo "timeline $case rc=$?"; grep "TACO TIMELINE" "$OUT/timeline_small_$1_p$2.txt" | head -12
 done
 # 4. HBM bytes with each kernel's write-back counted by the next (CACHE=none), three calls a row.
 CACHE=none CALLS=3 timeout 150 bash wip/hbm_bytes.sh "$OUT/hbm" 2>&1 | tee "$OUT/hbm.txt"
