@@ -1,11 +1,24 @@
-// Which ranks share a host, from every rank's host name (peerHostLayout gathers the names).
-// A pure function, so that host tests can check it.
+// Which ranks share a host, from every rank's host identity (peerHostLayout gathers them).
+// Pure functions, so that host tests can check them.
 #pragma once
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace taco {
+
+// A host as the ranks compare it: its name and, where the kernel has one, its boot id
+// (/proc/sys/kernel/random/boot_id, new at every boot). Machines that share a name (containers
+// all called "localhost", nodes cloned from one image) then differ, and the ranks of one
+// machine under one name still agree.
+inline std::string hostIdentityOf(const std::string& name, const std::string& bootId) {
+  return bootId.empty() ? name : name + " (boot " + bootId + ")";
+}
+
+// The bytes a rank sends of its identity (a NUL-terminated prefix): a host name of up to 64
+// bytes (HOST_NAME_MAX) and a 36-character boot id fit.
+constexpr size_t kHostIdentityBytes = 128;
 
 struct HostLayout {
   int ranksOnThisHost = 0;   // ranks whose host name is this rank's, this one included
@@ -14,7 +27,7 @@ struct HostLayout {
   int mostOnOneHost = 0;     // the most ranks on one host (the same answer on every rank)
 };
 
-// `names`: every rank's host name, in rank order; `me`: this rank.
+// `names`: every rank's host identity (hostIdentityOf), in rank order; `me`: this rank.
 inline HostLayout hostLayoutOf(const std::vector<std::string>& names, int me) {
   HostLayout h;
   const int n = (int)names.size();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -77,12 +78,26 @@ tacoResult_t peerVerifyWrites(Transport* t, const PeerMemory& pm, const char* ro
   return peerAgree(t, ok);
 }
 
+// This host's identity (transport/host_layout.h, hostIdentityOf) into out[size], NUL-terminated.
+static void thisHostIdentity(char* out, size_t size) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::string boot;
+  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char line[64] = {};
+    if (fgets(line, sizeof(line), f) != nullptr) boot = line;
+    fclose(f);
+    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+  }
+  snprintf(out, size, "%s", hostIdentityOf(name, boot).c_str());
+}
+
 tacoResult_t peerHostLayout(Transport* t, int* ranksOnThisHost, bool* oneHost, bool* firstOnHost,
                             int* mostOnOneHost) {
   struct Host {
-    char name[64];
+    char name[kHostIdentityBytes];
   } mine{};
-  gethostname(mine.name, sizeof(mine.name) - 1);
+  thisHostIdentity(mine.name, sizeof(mine.name));
   std::vector<Host> all(t->nranks());
   TACO_CHECK(t->hostAllGather(&mine, all.data(), sizeof(Host)));
   std::vector<std::string> names;
@@ -168,16 +183,16 @@ tacoResult_t peerMemoryCreateIpc(Transport* t, size_t bytes, PeerMemory** out) {
     TACO_INFO("peer memory: none (%d ranks; the fused path needs 2..%d)", P, kMaxPeerRanks);
     return tacoSuccess;
   }
-  // 1. Same host? CUDA IPC handles only open on the host that made them. Same GPU? Ranks
-  // are told apart by the device's UUID (ordinals differ between processes with
-  // CUDA_VISIBLE_DEVICES; a MIG instance has a UUID of its own).
+  // 1. Same host (by name and boot id: hostIdentityOf)? CUDA IPC handles only open on the host
+  // that made them. Same GPU? Ranks are told apart by the device's UUID (ordinals differ
+  // between processes with CUDA_VISIBLE_DEVICES; a MIG instance has a UUID of its own).
   struct Who {
-    char host[64];
+    char host[kHostIdentityBytes];
     int device;
     int canMap;
     unsigned char uuid[16];
   } mine{};
-  gethostname(mine.host, sizeof(mine.host) - 1);
+  thisHostIdentity(mine.host, sizeof(mine.host));
   cudaGetDevice(&mine.device);
   cudaDeviceProp prop;
   static_assert(sizeof(prop.uuid) == sizeof(mine.uuid), "cudaUUID_t is 16 bytes");
