@@ -155,7 +155,7 @@ typedef struct {
   unsigned int magic;       /* TACO_CONFIG_MAGIC */
   unsigned int version;     /* TACO_VERSION_CODE of the header the caller built with */
   const char* codec;        /* codec spec (tacoCodecFind); NULL: TACO_CODEC, else "fp8-block" */
-  size_t chunkBytes;        /* pipeline chunk, uncompressed bytes; TACO_CHUNK_BYTES */
+  size_t chunkBytes;        /* pipeline chunk, uncompressed bytes, 1..2^48; TACO_CHUNK_BYTES */
   size_t fallbackBytes;     /* messages smaller than this use plain NCCL; TACO_FALLBACK_BYTES */
   int pipelineDepth;        /* chunks in flight, 1..16 (1: no overlap); TACO_PIPELINE_DEPTH */
   int checkConsistency;     /* 1: ranks compare library version, codec, block size, chunk, fallback,
@@ -180,9 +180,10 @@ tacoResult_t tacoGetParamInfo(int index, const char** name, const char** default
 /* ---------------------------------------------------------- error queries */
 /* A static string saying what a result code means. */
 const char* tacoGetErrorString(tacoResult_t result);
-/* The last detailed error message of the calling thread (comm may be NULL), or
- * of the communicator if one is given and failed since (a copy, valid until the
- * calling thread's next tacoGetLastError; any thread may ask). Never NULL. */
+/* The last detailed error message of the calling thread (comm NULL: the thread's
+ * own buffer, overwritten by its next failing call), or of the communicator if one
+ * is given and failed since (a copy, valid until the calling thread's next
+ * tacoGetLastError; any thread may ask). Never NULL. */
 const char* tacoGetLastError(tacoComm_t comm);
 
 /* ------------------------------------------------------- codec operations */
@@ -252,7 +253,8 @@ tacoResult_t tacoCommAbort(tacoComm_t comm);
 tacoResult_t tacoCommCount(tacoComm_t comm, int* count);
 tacoResult_t tacoCommUserRank(tacoComm_t comm, int* rank);
 /* The communicator's resolved configuration (every field defined). The codec
- * string stays valid as long as the communicator. */
+ * string stays valid as long as the communicator. A config->size of an older,
+ * smaller struct (set by its initializer) gets that struct's bytes only. */
 tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config);
 /* Device workspace bytes the communicator holds (allocated at creation): the staged
  * pipeline's slots plus, where peer memory exists, this rank's scratch and flags. */

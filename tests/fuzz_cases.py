@@ -47,7 +47,7 @@ C_MESSAGE = {
     "magic": "{arg} argument is not a libtaco buffer (bad magic",
     "id": "{arg} argument was compressed with codec id",
     "version": "{arg} argument has wire format version",
-    "log2b": "{arg} argument has block size",
+    "log2b": "{arg} argument's header has log2 block size",
     "dtype": "{arg} argument has datatype byte",
     "count": "{arg} argument holds",
     "raw-dtype": "{arg} argument of codec 'none' holds datatype",

@@ -103,6 +103,9 @@ tacoResult_t checkCollArgs(const tacoComm* comm, const void* sendbuff, const voi
                     "exceed %zu bytes", op, countArg, count, blocks, dtypeBytes(datatype), (size_t)PTRDIFF_MAX);
   TACO_CHECK(checkNotNull(sendbuff, op, "sendbuff"));
   TACO_CHECK(checkNotNull(recvbuff, op, "recvbuff"));
+  // Elements the kernels load whole: a misaligned one is a device fault, which ends the context.
+  TACO_CHECK(checkAligned(sendbuff, dtypeBytes(datatype), op, "sendbuff"));
+  TACO_CHECK(checkAligned(recvbuff, dtypeBytes(datatype), op, "recvbuff"));
   TACO_CHECK(checkDevicePointer(sendbuff, comm->device, op, "sendbuff"));
   if (recvbuff != sendbuff) TACO_CHECK(checkDevicePointer(recvbuff, comm->device, op, "recvbuff"));
   return tacoSuccess;

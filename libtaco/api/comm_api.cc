@@ -1,7 +1,12 @@
 // Exported communicator entry points: argument checks, then dispatch to coll/.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
 #include "api/argcheck.h"
 #include "coll/coll.h"
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/export.h"
 #include "transport/transport.h"
 
@@ -49,17 +54,24 @@ TACO_API tacoResult_t tacoCommInitLoopback(tacoComm_t* comms, int nranks, const 
 // Destroy and abort take the communicator like a collective: not while another host thread
 // is in a call on it, or has collectives of it queued in its open group (commDestroy frees
 // it, or, with collectives queued in this thread's group, keeps it held by the group).
+// A refusal because another thread holds the communicator is recorded on it, as a collective's is.
+static tacoResult_t acquireOrRecord(tacoComm* comm, const char* op, bool* taken) {
+  const tacoResult_t r = commAcquire(comm, op, taken);
+  if (r != tacoSuccess) commRecordError(comm);
+  return r;
+}
+
 TACO_API tacoResult_t tacoCommDestroy(tacoComm_t comm) {
   TACO_CHECK(checkComm(comm, "tacoCommDestroy"));
   bool taken = false;
-  TACO_CHECK(commAcquire(comm, "tacoCommDestroy", &taken));
+  TACO_CHECK(acquireOrRecord(comm, "tacoCommDestroy", &taken));
   return commDestroy(comm, false);
 }
 
 TACO_API tacoResult_t tacoCommAbort(tacoComm_t comm) {
   TACO_CHECK(checkComm(comm, "tacoCommAbort"));
   bool taken = false;
-  TACO_CHECK(commAcquire(comm, "tacoCommAbort", &taken));
+  TACO_CHECK(acquireOrRecord(comm, "tacoCommAbort", &taken));
   return commDestroy(comm, true);
 }
 
@@ -80,7 +92,12 @@ TACO_API tacoResult_t tacoCommUserRank(tacoComm_t comm, int* rank) {
 TACO_API tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config) {
   TACO_CHECK(checkComm(comm, "tacoCommGetConfig"));
   TACO_CHECK(checkNotNull(config, "tacoCommGetConfig", "config"));
-  *config = comm->config;
+  // A caller built against an older, smaller struct (its size set by its initializer) gets that
+  // struct's fields only; any other size (0: not set) the whole struct, as before.
+  const size_t bytes = configBytesOf(config->size) != 0 ? configBytesOf(config->size) : sizeof(tacoConfig_t);
+  tacoConfig_t resolved = comm->config;
+  resolved.size = bytes;
+  memcpy(config, &resolved, bytes);
   return tacoSuccess;
 }
 
@@ -102,9 +119,14 @@ TACO_API tacoResult_t tacoCommAllReduceAlgo(tacoComm_t comm, size_t count, tacoD
   TACO_CHECK(checkComm(comm, "tacoCommAllReduceAlgo"));
   TACO_CHECK(checkNotNull(algo, "tacoCommAllReduceAlgo", "algo"));
   TACO_CHECK(checkDatatype(datatype, "tacoCommAllReduceAlgo"));
+  // As tacoAllReduce's check (checkCollArgs): the byte count must not wrap.
+  TACO_ARG(count <= (size_t)PTRDIFF_MAX / dtypeBytes(datatype),
+           "tacoCommAllReduceAlgo: count argument %zu is too large: in %zu-byte elements it exceeds %zu bytes", count,
+           dtypeBytes(datatype), (size_t)PTRDIFF_MAX);
   bool taken = false;
-  TACO_CHECK(commAcquire(comm, "tacoCommAllReduceAlgo", &taken));
-  const tacoResult_t r = allReduceAlgo(comm, count, datatype, algo);
+  TACO_CHECK(acquireOrRecord(comm, "tacoCommAllReduceAlgo", &taken));
+  const tacoResult_t r = allReduceAlgo(comm, count, datatype, algo, "tacoCommAllReduceAlgo");
+  if (r != tacoSuccess) commRecordError(comm);
   commRelease(comm, taken);
   return r;
 }

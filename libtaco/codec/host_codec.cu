@@ -83,8 +83,11 @@ tacoResult_t checkHeader(const uint8_t* in, int q, tacoCodec_t codec, const Host
            op, arg, hd.codecId, codec.id);
   TACO_ARG(hd.formatVersion == h.d->formatVersion, "%s: %s argument has wire format version %d, expected %d", op,
            arg, hd.formatVersion, h.d->formatVersion);
+  // The header's log2 of the block size (0 for a codec without blocks), printed as it is: a
+  // damaged one may be 31 or more, which no shift can turn into a size.
   TACO_ARG(hd.log2Block == (h.d->blocked ? h.log2B : 0),
-           "%s: %s argument has block size %d, but the codec argument's is %d", op, arg, 1 << hd.log2Block, h.B);
+           "%s: %s argument's header has log2 block size %d, but the codec argument's is %d (%s)", op, arg,
+           (int)hd.log2Block, h.d->blocked ? h.log2B : 0, h.d->blocked ? "its block size" : "no blocks");
   TACO_ARG(hd.dtype < tacoNumDataTypes, "%s: %s argument has datatype byte %d, which is not a tacoDataType_t", op,
            arg, hd.dtype);
   TACO_ARG(hd.count == count, "%s: %s argument holds %llu elements, but the count argument is %zu", op, arg,

@@ -46,7 +46,7 @@ int tunedAutoCandidate(const tacoComm* c, const TuneRow& r, size_t count, tacoDa
   return tunedAutoCandidate(r, algoInputs(c, count, dtype));
 }
 
-tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo) {
+tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo, const char* op) {
   const AlgoInputs in = algoInputs(c, count, dtype);
   if (c->config.algo == tacoAlgoAuto) {
     *algo = selectAllReduceAlgo(in);
@@ -62,12 +62,12 @@ tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype
     return tacoSuccess;
   }
   if (const char* why = algoUnavailable(c->config.algo, in))
-    return setError(tacoInvalidUsage, "tacoAllReduce: algorithm '%s' (config algo / TACO_ALGO) cannot run: %s",
+    return setError(tacoInvalidUsage, "%s: algorithm '%s' (config algo / TACO_ALGO) cannot run: %s", op,
                     algoName(c->config.algo), why);
   if (const char* why = algoAutoExcluded(c->config.algo, in)) {  // runs, as asked: said once per process
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
-      TACO_WARN("tacoAllReduce: algorithm '%s' is forced (config algo / TACO_ALGO): it runs as asked, though %s",
+      TACO_WARN("%s: algorithm '%s' is forced (config algo / TACO_ALGO): it runs as asked, though %s", op,
                 algoName(c->config.algo), why);
   }
   *algo = c->config.algo;
@@ -89,7 +89,7 @@ tacoResult_t allReduce(tacoComm* c, const CollArgs& a) {
   // the same call, so every rank measures here).
   TACO_CHECK(tuneOnFirstUse(c, a.dtype, a.stream));
   int algo = tacoAlgoPlain;
-  TACO_CHECK(allReduceAlgo(c, a.count, a.dtype, &algo));
+  TACO_CHECK(allReduceAlgo(c, a.count, a.dtype, &algo, "tacoAllReduce"));
   return allReduceRun(c, a, algo);
 }
 

@@ -19,8 +19,9 @@ struct CollArgs {
 tacoResult_t allReduce(tacoComm* comm, const CollArgs& a);
 // The AllReduce algorithms behind allReduce() (coll/allreduce.cc picks one).
 tacoResult_t allReduceStaged(tacoComm* comm, const CollArgs& a);
-// The algorithm a call runs: config.algo when forced (an error if it cannot run), else the selection.
-tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo);
+// The algorithm a call runs: config.algo when forced (an error, naming `op`, if it cannot run), else
+// the selection.
+tacoResult_t allReduceAlgo(const tacoComm* c, size_t count, tacoDataType_t dtype, int* algo, const char* op);
 tacoResult_t reduceScatter(tacoComm* comm, const CollArgs& a);
 tacoResult_t allGather(tacoComm* comm, const CollArgs& a);
 tacoResult_t alltoAll(tacoComm* comm, const CollArgs& a);
@@ -33,6 +34,10 @@ tacoResult_t commDestroy(tacoComm* comm, bool abort);
 tacoResult_t commAsyncError(tacoComm* c);
 // Validates a config (magic, codec spec, ranges) without creating anything.
 tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op);
+// The bytes of a tacoConfig_t whose `size` field says `size`: sizeof(tacoConfig_t) from it on (a
+// newer, larger struct), `size` where it ends at a field of an older, smaller struct (with or
+// without the padding after it), 0 where it ends inside a field or before `version`.
+size_t configBytesOf(size_t size);
 
 
 // ---- helpers for builders (coll/common.cc)

@@ -1,10 +1,12 @@
 // Communicator lifecycle: configuration resolution, streams, events and the
 // workspace (allocated here once, never inside a call), the creation-time
 // consistency check, destroy and abort.
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "core/check.h"
 #include "core/params.h"
@@ -20,8 +22,12 @@ namespace {
 
 constexpr int kMaxDepth = 16;
 
-// Copies the caller's config (min(size, sizeof), as NCCL does) and fills every
-// undefined field from the environment (taco::envParams()).
+// The largest value of chunkBytes: 256 TiB, beyond any device's memory, so that the workspace
+// and scratch sizes computed from it never wrap.
+constexpr size_t kMaxChunkBytes = (size_t)1 << 48;
+
+// Copies the caller's config (configBytesOf(size), as NCCL copies min(size, sizeof)) and fills
+// every undefined field from the environment (taco::envParams()).
 tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op) {
   tacoConfig_t cfg = TACO_CONFIG_INITIALIZER;
   if (user != nullptr) {
@@ -30,12 +36,18 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
                       "%s: config argument is not initialised (bad size or magic; start from "
                       "TACO_CONFIG_INITIALIZER)",
                       op);
+    // A size that ends inside a field would copy part of it (half of the codec pointer).
+    if (configBytesOf(user->size) == 0)
+      return setError(tacoInvalidArgument,
+                      "%s: config size %zu ends inside a field of tacoConfig_t (%zu bytes): not the size of "
+                      "any version of the struct (start from TACO_CONFIG_INITIALIZER)",
+                      op, user->size, sizeof(tacoConfig_t));
     // A version code is MAJOR*10000 + MINOR*100 + PATCH: 0 or beyond 99.99.99 is not one.
     if (user->version == 0 || user->version > 999999)
       return setError(tacoInvalidArgument,
                       "%s: config version %u is not a TACO_VERSION_CODE (start from TACO_CONFIG_INITIALIZER)", op,
                       user->version);
-    memcpy(&cfg, user, user->size < sizeof(cfg) ? user->size : sizeof(cfg));
+    memcpy(&cfg, user, configBytesOf(user->size));
     cfg.size = sizeof(cfg);
   }
   // Each field from the config where set, else from its TACO_* variable: an error names the one
@@ -55,6 +67,9 @@ tacoResult_t resolveConfig(const tacoConfig_t* user, tacoComm* c, const char* op
                     tacoNumAlgos - 1);
   TACO_CHECK(codecParse(c->codecSpec.c_str(), &c->codec, op, codecFrom));
   if (cfg.chunkBytes == 0) return setError(tacoInvalidArgument, "%s: %s must be > 0", op, chunkFrom);
+  if (cfg.chunkBytes > kMaxChunkBytes)
+    return setError(tacoInvalidArgument, "%s: %s %zu is larger than %zu (256 TiB)", op, chunkFrom, cfg.chunkBytes,
+                    kMaxChunkBytes);
   if (cfg.pipelineDepth < 1 || cfg.pipelineDepth > kMaxDepth)
     return setError(tacoInvalidArgument, "%s: %s %d is outside [1, %d] (2 or more overlap)", op, depthFrom,
                     cfg.pipelineDepth, kMaxDepth);
@@ -179,7 +194,38 @@ tacoResult_t consistencyCheck(tacoComm* c) {
   return tacoSuccess;
 }
 
+// The consistency check where any rank asks for it. Each process takes checkConsistency from its
+// own config or environment, and a rank that ran the check's all-gather while another ran the
+// next one of creation (peer memory's, of another size) would pair them: so the ranks first
+// agree, in a one-int all-gather, whether to run it.
+tacoResult_t agreedConsistencyCheck(tacoComm* c) {
+  const int mine = c->config.checkConsistency;
+  std::vector<int> all((size_t)c->nranks, 0);
+  TACO_CHECK(c->transport->hostAllGather(&mine, all.data(), sizeof(int)));
+  for (int want : all)
+    if (want) return consistencyCheck(c);
+  return tacoSuccess;
+}
+
 }  // namespace
+
+size_t configBytesOf(size_t size) {
+  using C = tacoConfig_t;
+  if (size >= sizeof(C)) return sizeof(C);
+  // Where each field ends, from `version` on (the fields a caller may lack).
+  const size_t ends[] = {offsetof(C, version) + sizeof(C::version),
+                         offsetof(C, codec) + sizeof(C::codec),
+                         offsetof(C, chunkBytes) + sizeof(C::chunkBytes),
+                         offsetof(C, fallbackBytes) + sizeof(C::fallbackBytes),
+                         offsetof(C, pipelineDepth) + sizeof(C::pipelineDepth),
+                         offsetof(C, checkConsistency) + sizeof(C::checkConsistency),
+                         offsetof(C, algo) + sizeof(C::algo)};
+  for (size_t end : ends) {
+    const size_t padded = (end + alignof(C) - 1) / alignof(C) * alignof(C);  // an older struct's sizeof
+    if (size == end || size == padded) return size;
+  }
+  return 0;
+}
 
 tacoResult_t commCheckConfig(const tacoConfig_t* config, const char* op) {
   tacoComm tmp;
@@ -197,7 +243,7 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
   c->nranks = t->nranks();
   tacoResult_t r = resolveConfig(config, c, "CommInit");
   if (r == tacoSuccess) r = commSetup(c);
-  if (r == tacoSuccess && consistency && c->config.checkConsistency && c->nranks > 1) r = consistencyCheck(c);
+  if (r == tacoSuccess && consistency && c->nranks > 1) r = agreedConsistencyCheck(c);
   if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = peerMemorySetup(&c, 1, false);
   if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = tuneAttach(&c, 1, false);
   if (r != tacoSuccess) {

@@ -4,6 +4,7 @@
 // White-box: a communicator is built by hand from core/comm.h, so that every
 // check before the first CUDA call can run on a machine without a GPU.
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -71,9 +72,13 @@ void testInUse(tacoComm* comm) {
   EXPECT_IN_USE(tacoReduceScatter(nullptr, nullptr, 0, tacoFloat32, tacoSum, comm, nullptr), "tacoReduceScatter");
   EXPECT_IN_USE(tacoAllGather(nullptr, nullptr, 0, tacoFloat32, comm, nullptr), "tacoAllGather");
   EXPECT_IN_USE(tacoAlltoAll(nullptr, nullptr, 0, tacoFloat32, comm, nullptr), "tacoAlltoAll");
+  // Each refusal is recorded on the communicator too (tacoGetLastError(comm)), as api.md says.
   EXPECT_IN_USE(tacoCommAllReduceAlgo(comm, 16, tacoFloat32, &n), "tacoCommAllReduceAlgo");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "tacoCommAllReduceAlgo: comm argument");
   EXPECT_IN_USE(tacoCommDestroy(comm), "tacoCommDestroy");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "tacoCommDestroy: comm argument");
   EXPECT_IN_USE(tacoCommAbort(comm), "tacoCommAbort");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "tacoCommAbort: comm argument");
   TEST_ASSERT(comm->user.load() == other);  // still the other thread's
   TEST_ASSERT(comm->magic == taco::kCommMagicLive);
   // what reads only fixed fields is not refused
@@ -149,6 +154,25 @@ void testOverlap(tacoComm* comm) {
   // fails the next one (the buffers overlap), not this one.
   EXPECT_INVALID(tacoAllGather(base, base, (size_t)PTRDIFF_MAX / 8, tacoBfloat16, comm, nullptr), comm,
                  "overlaps");
+  // Buffers not aligned to the element size: the kernels would fault on the device (which ends the
+  // CUDA context); refused naming the buffer, in every collective.
+  EXPECT_INVALID(tacoAllReduce(base + 2, base + 2, n, tacoFloat32, tacoSum, comm, nullptr), comm,
+                 "tacoAllReduce: sendbuff argument");
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(comm), "is not aligned to 4 bytes");
+  EXPECT_INVALID(tacoAllReduce(base, base + (1 << 20) + 1, n, tacoBfloat16, tacoSum, comm, nullptr), comm,
+                 "tacoAllReduce: recvbuff argument");
+  EXPECT_INVALID(tacoAllGather(base + 1, base + (1 << 20), n, tacoBfloat16, comm, nullptr), comm,
+                 "tacoAllGather: sendbuff argument");
+  EXPECT_INVALID(tacoReduceScatter(base + 6, base + (1 << 20), n, tacoFloat32, tacoSum, comm, nullptr), comm,
+                 "tacoReduceScatter: sendbuff argument");
+  EXPECT_INVALID(tacoAlltoAll(base, base + (1 << 20) + 2, n, tacoFloat32, comm, nullptr), comm,
+                 "tacoAlltoAll: recvbuff argument");
+  // The algorithm query refuses a count whose bytes would wrap, as tacoAllReduce does (it took
+  // 2^62 fp32 elements for 0 bytes and answered 'plain').
+  int algo = -1;
+  EXPECT_INVALID(tacoCommAllReduceAlgo(comm, (size_t)1 << 62, tacoFloat32, &algo), nullptr,
+                 "tacoCommAllReduceAlgo: count argument 4611686018427387904 is too large");
+  TEST_ASSERT_EQ_INT(algo, -1);
   comm->nranks = 1;
   comm->rank = 0;
 }
@@ -181,6 +205,33 @@ int main() {
   EXPECT_INVALID(tacoCommCount(comm, nullptr), nullptr, "tacoCommCount: count argument is NULL");
   EXPECT_INVALID(tacoCommAllReduceAlgo(comm, 16, (tacoDataType_t)7, &n), nullptr,
                  "tacoCommAllReduceAlgo: datatype argument 7 is not a tacoDataType_t");
+
+  // tacoCommGetConfig writes as many bytes as the caller's struct has (its size field, set by its
+  // TACO_CONFIG_INITIALIZER): a caller built against an older, smaller struct keeps the bytes past it.
+  comm->config = TACO_CONFIG_INITIALIZER;
+  comm->config.chunkBytes = 12345;
+  comm->config.algo = tacoAlgoFused;
+  struct {
+    tacoConfig_t cfg;
+    unsigned char guard[8];
+  } out;
+  memset(&out, 0xAB, sizeof(out));
+  const size_t older = offsetof(tacoConfig_t, algo);  // the struct before `algo` (48 bytes)
+  out.cfg.size = older;
+  TEST_ASSERT_EQ_INT(tacoCommGetConfig(comm, &out.cfg), tacoSuccess);
+  TEST_ASSERT_EQ_INT((int)out.cfg.size, (int)older);
+  TEST_ASSERT(out.cfg.chunkBytes == 12345);
+  const unsigned char* tail = reinterpret_cast<const unsigned char*>(&out.cfg) + older;
+  for (size_t i = 0; i < sizeof(out) - older; ++i) TEST_ASSERT_MSG(tail[i] == 0xAB, "byte %zu past the struct", i);
+  // This header's size (the initializer's), or a size no struct had (0: not set), gets it all.
+  tacoConfig_t whole = TACO_CONFIG_INITIALIZER;
+  TEST_ASSERT_EQ_INT(tacoCommGetConfig(comm, &whole), tacoSuccess);
+  TEST_ASSERT_EQ_INT(whole.algo, tacoAlgoFused);
+  TEST_ASSERT(whole.size == sizeof(tacoConfig_t));
+  memset(&whole, 0, sizeof(whole));
+  TEST_ASSERT_EQ_INT(tacoCommGetConfig(comm, &whole), tacoSuccess);
+  TEST_ASSERT_EQ_INT(whole.algo, tacoAlgoFused);
+  TEST_ASSERT(whole.size == sizeof(tacoConfig_t));
 
   // Collectives: failures are recorded on the communicator, and name the argument.
   float x[4] = {0, 0, 0, 0};

@@ -1,6 +1,7 @@
 // Communicator and collective argument checks that need no GPU: every bad
 // argument is rejected with the right code and a message naming it, before any
 // CUDA or NCCL call.
+#include <cstddef>
 #include <cstdlib>
 
 #include "check.h"
@@ -36,7 +37,30 @@ int main() {
   cfg.chunkBytes = 0;
   TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &cfg), tacoInvalidArgument);
   TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "chunkBytes");
+  // 256 TiB is the most: beyond it the workspace's size in bytes could wrap (it did at 2^63 - 2^60).
+  cfg.chunkBytes = ((size_t)1 << 48) + 1;
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &cfg), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "config chunkBytes 281474976710657 is larger than");
+  cfg.chunkBytes = TACO_CONFIG_UNDEF_SIZE;
   tacoConfig_t bad = TACO_CONFIG_INITIALIZER;
+  // A size that ends inside a field (here half of the codec pointer) is no version of the struct:
+  // refused, where it copied half a pointer and crashed reading the codec spec.
+  bad.codec = "taco";
+  bad.size = offsetof(tacoConfig_t, codec) + 4;
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "config size 20 ends inside a field of tacoConfig_t");
+  bad.size = offsetof(tacoConfig_t, chunkBytes) + 4;
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  // An older, smaller struct (one that ends at a field: here at pipelineDepth, with and without its
+  // padding, and the one before `algo`) is a valid config; its missing fields take the environment.
+  bad.size = offsetof(tacoConfig_t, pipelineDepth) + sizeof(int);
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "TACO_PIPELINE_DEPTH 0 is outside [1, 16]");  // from env, set above
+  bad.size = offsetof(tacoConfig_t, algo);
+  bad.pipelineDepth = 17;
+  TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
+  TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "config pipelineDepth 17 is outside");  // copied
+  bad = TACO_CONFIG_INITIALIZER;
   bad.magic = 0;
   TEST_ASSERT_EQ_INT(tacoCommInitLoopback(comms, 2, &bad), tacoInvalidArgument);
   TEST_ASSERT_STR_CONTAINS(tacoGetLastError(NULL), "config");
