@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import functools
 import numbers
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,7 +231,11 @@ def _framework(x: Any) -> str | None:
     mod = type(x).__module__ or ""
     if isinstance(x, np.ndarray):
         return "numpy"
-    if mod.startswith("torch") and hasattr(x, "data_ptr"):
+    # A subclass of torch.Tensor (defined anywhere) is a tensor too: taken as a DLPack object it
+    # lost torch's outputs, stream and autograd checks (an overwritten saved tensor, a wrong
+    # gradient). torch is loaded if x is one.
+    torch = sys.modules.get("torch")
+    if (torch is not None and isinstance(x, torch.Tensor)) or (mod.startswith("torch") and hasattr(x, "data_ptr")):
         return "torch"
     if mod.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device"):
         return "cupy"
@@ -276,6 +281,11 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
             raise _invalid(f"{name}: tensor is on device {x.device}; libtaco takes CPU and CUDA tensors")
         if not x.is_contiguous():
             raise _invalid(f"{name}: tensor is not contiguous (use .contiguous())")
+        # A lazily negated view (the imaginary part of a conjugated tensor) holds its values
+        # without the sign: its memory is not what it reads as.
+        if getattr(x, "is_neg", None) is not None and x.is_neg():
+            raise _invalid(f"{name}: tensor has its negative bit set (a lazy negation: its memory holds "
+                           f"the values without the sign); use .resolve_neg()")
         dev = x.device.index if where == "cuda" else None
         if where == "cuda" and dev is None:
             import torch

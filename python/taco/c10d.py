@@ -69,6 +69,9 @@ class Options:
         from .comm import _config
 
         _config(dict(config, codec=codec))  # unknown keywords and bad values fail here, not at the first call
+        if share_nccl is not None and not isinstance(share_nccl, bool):  # "no" would read as True: require
+            raise TypeError(f"share_nccl: expected True, False or None, got {type(share_nccl).__name__} "
+                            f"{share_nccl!r}")
         self.codec, self.share_nccl, self.config = codec, share_nccl, dict(config)
 
     def __repr__(self) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import numbers
 import operator
 import weakref
 from typing import Any
@@ -29,7 +30,7 @@ from typing import Any
 from . import _fast, _lib
 from ._arrays import (_invalid, alloc, check_data, check_writable, describe, device_of, mark_written, stream_handle,
                       taco_dtype)
-from .codec import _spec_bytes
+from .codec import _spec_bytes, find_codec
 from .errors import InvalidUsageError, check, error_name_and_class
 
 __all__ = ["ALGOS", "Communicator", "get_unique_id", "loopback", "group", "register", "lookup"]
@@ -116,6 +117,7 @@ def _config(config: dict):
         if key == "codec":
             if not isinstance(value, str):
                 raise TypeError(f"codec: expected a codec spec string, got {type(value).__name__}")
+            find_codec(value)  # an unknown name or block size fails here, naming codec (taco.c10d.Options too)
             s = _lib.ffi().new("char[]", _spec_bytes(value))
             keep.append(s)
             cfg.codec = s
@@ -245,6 +247,10 @@ class Communicator:
         """Rank `rank` of `nranks` over NCCL (collective: every rank calls it)."""
         f, lib = _lib.ffi(), _lib.lib()
         uid = f.new("tacoUniqueId*")
+        # bytes-like only: bytes(128) is 128 zero bytes (an id no rank made), bytes("...") a TypeError
+        # that does not name the argument.
+        if isinstance(unique_id, (str, numbers.Integral)):
+            raise TypeError(f"unique_id: expected the bytes of get_unique_id(), got {type(unique_id).__name__}")
         data = bytes(unique_id)
         if len(data) != f.sizeof("tacoUniqueId"):
             raise _invalid(f"unique_id: expected {f.sizeof('tacoUniqueId')} bytes, got {len(data)}")
@@ -547,7 +553,11 @@ def loopback(n: int, **config) -> list:
     cfg, _keep = _config(config)
     arr = f.new("tacoComm_t[]", max(n, 1))  # the library refuses n outside its range, naming nranks
     check(lib.tacoCommInitLoopback(arr, n, cfg))
-    return [Communicator._created(arr[i], "loopback") for i in range(n)]
+    comms = [Communicator._created(arr[i], "loopback") for i in range(n)]
+    world = object()  # the world they share (taco.torch.TPGroup takes ranks of one world only)
+    for c in comms:
+        c._loopback_world = world
+    return comms
 
 
 @contextlib.contextmanager

@@ -69,13 +69,15 @@ def init(comm: Communicator | None = None, *, source: str | None = None, codec: 
         if given:
             raise _invalid(f"init(): {', '.join(sorted(given))} cannot be combined with comm (a communicator's "
                            f"configuration is fixed when it is created)")
-    finalize()
     if comm is not None:
         codec = comm.config["codec"]
+        _finalize(keep=comm)  # given again, the current default stays open
         _state.update(make=None, codec=codec, comms={codec: comm})
         return comm
+    # The launcher first: an init that fails leaves the current default as it was.
     _, make = _bootstrap(source)
     codec = codec or default_codec()
+    finalize()
     _state.update(make=lambda c: make(c, **config), codec=codec, comms={})
     return communicator(codec)
 
@@ -97,8 +99,13 @@ def communicator(codec: str | None = None) -> Communicator:
 def finalize() -> None:
     """Close the default communicators (before the launcher shuts down; between processes, after
     a barrier, as close() does not synchronize the ranks)."""
+    _finalize()
+
+
+def _finalize(keep: Communicator | None = None) -> None:
     for c in _state["comms"].values():
-        c.close()
+        if c is not keep:
+            c.close()
     _state.update(make=None, comms={}, codec=None)
 
 

@@ -40,6 +40,8 @@ wide block y' = (K = 64 ? F : unshift(F) 2^-64) + e 2^-64 when y' is finite.
 """
 from __future__ import annotations
 
+import numbers
+import operator
 import struct
 
 import ml_dtypes
@@ -73,8 +75,26 @@ _NAN_CODE = {"e4m3": 0x7F, "e5m2": 0x7F, "int8": 0, "int6": 0, "int4": 0}
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(ml_dtypes.bfloat16): 2}
 
 
+def _count(count) -> int:
+    """`count` as the binding takes it: an integer (not a bool or a float) from 1 to 2^64 - 1."""
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+        raise TypeError(f"count argument: expected an integer, got {type(count).__name__}")
+    n = operator.index(count)
+    if n < 1:
+        raise ValueError(f"count argument {n}: a compressed buffer holds at least one element")
+    if n >= 1 << 64:
+        raise ValueError(f"count argument {n} does not fit in size_t")
+    return n
+
+
 class _Codec:
     def __init__(self, spec: str, block: int | None):
+        if block is not None:
+            if isinstance(block, bool) or not isinstance(block, numbers.Integral):
+                raise TypeError(f"block argument: expected an integer or None, got {type(block).__name__}")
+            block = operator.index(block)
+            if block == 0:
+                raise ValueError("block argument 0 is not a block size (None selects the default)")
         name, colon, rest = spec.partition(":")
         if name not in CODECS:
             raise ValueError(f"codec argument {spec!r}: unknown codec {name!r}")
@@ -82,11 +102,11 @@ class _Codec:
             digits = rest[len("block="):]
             if not rest.startswith("block=") or not (digits.isascii() and digits.isdigit()):
                 raise ValueError(f"codec argument {spec!r}: expected ':block=N' (N decimal digits)")
+            if block is not None and block != int(digits):
+                raise ValueError(f"codec argument {spec!r} and block argument {block} disagree on the block size")
             block = int(digits)
             if block == 0:
                 raise ValueError(f"codec argument {spec!r}: block size 0 is not a power of two in [32, 1024]")
-        elif block == 0:
-            raise ValueError("block argument 0 is not a block size (None selects the default)")
         (self.id, self.fmt, self.blocked, self.rotate, self.adaptive, dflt, self.version) = CODECS[name]
         self.name = name
         if not self.blocked:
@@ -133,7 +153,7 @@ def block_size(codec: str = "taco", block: int | None = None) -> int:
 
 
 def compressed_size(codec: str, count: int, dtype=np.float32, block: int | None = None) -> int:
-    return _Codec(codec, block).layout(count, np.dtype(dtype))[4]
+    return _Codec(codec, block).layout(_count(count), np.dtype(dtype))[4]
 
 
 def _dtype_code(dtype) -> int:
@@ -341,6 +361,8 @@ def _pack(c: _Codec, count: int, dtype, codes: np.ndarray, alpha=None, s=None) -
 
 
 def _unpack(c: _Codec, wire: np.ndarray, count: int, dtype):
+    if isinstance(wire, (bytes, bytearray, memoryview)):  # the wire's bytes as compress() returns them
+        wire = np.frombuffer(wire, np.uint8)
     wire = np.asarray(wire, dtype=np.uint8).reshape(-1)
     nblocks, ncodes, scales_off, nscales, total = c.layout(count, np.dtype(dtype))
     if wire.size < total:
@@ -447,6 +469,7 @@ def decompress_accumulate(wires, codec: str, count: int, dtype=np.float32, exact
     """Sum of the decompressed inputs plus `exact`, in fp32, rounded once to dtype."""
     c = _Codec(codec, block)
     _dtype_code(dtype)
+    count = _count(count)
     return _finish(_accumulate(c, list(wires), count, dtype, exact)[0], count, dtype)
 
 
@@ -458,6 +481,7 @@ def decompress_reduce_compress(wires, codec: str, count: int, dtype=np.float32, 
     sum compressed, s stored negated."""
     c = _Codec(codec, block)
     _dtype_code(dtype)
+    count = _count(count)
     r, wide = _accumulate(c, list(wires), count, dtype, exact)
     if not c.blocked:
         codes = _to_wire(c, r, dtype).view(np.uint8).reshape(1, -1)

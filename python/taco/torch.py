@@ -158,6 +158,8 @@ def communicator_from_process_group(group=None, codec: str | None = None, *, sha
     """
     import torch.distributed as dist
 
+    if share_nccl is not None and not isinstance(share_nccl, bool):  # "no" would read as True: require
+        raise TypeError(f"share_nccl: expected True, False or None, got {type(share_nccl).__name__} {share_nccl!r}")
     if not dist.is_initialized():
         raise RuntimeError("taco.torch: torch.distributed is not initialised (dist.init_process_group)")
     pg = group if group is not None else dist.group.WORLD
@@ -254,6 +256,8 @@ def all_reduce(tensor: torch.Tensor, group=None, codec: str | None = None) -> to
     communicator's name. Under torch.compile this is torch.ops.taco.all_reduce_ (pass a
     Communicator or a name there); in eager mode it calls the communicator directly,
     skipping the dispatcher (the same libtaco call)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor: expected a torch.Tensor, got {type(tensor).__name__}")
     comm = _resolve_comm(group, codec)
     if torch.compiler.is_compiling():
         torch.ops.taco.all_reduce_(tensor, "sum", comm.group_name)
@@ -286,6 +290,10 @@ class TPGroup:
         if len(self.comms) > 1 and sorted(self.local_ranks) != list(range(self.size)):
             raise ValueError(f"TPGroup: several communicators must be all {self.size} ranks of one group, "
                              f"got ranks {self.local_ranks}")
+        worlds = {id(getattr(c, "_loopback_world", None)) for c in self.comms}
+        if len(worlds) > 1:  # their grouped launch would pair ranks that never meet
+            raise ValueError(f"TPGroup: the communicators are ranks of {len(worlds)} different worlds; several "
+                             f"must be the ranks of one taco.loopback() world")
         self.group_name = ""  # the name torch.ops.taco.all_reduce_local takes (taco.comm.register)
         _register(self, prefix="tp")
 
@@ -309,8 +317,8 @@ class TPGroup:
         tensors = list(tensors)
         outs = tensors if outs is None else list(outs)
         if len(tensors) != len(self.comms) or len(outs) != len(self.comms):
-            raise ValueError(f"TPGroup.all_reduce_: expected {len(self.comms)} tensors (one per local rank), "
-                             f"got {len(tensors)}")
+            raise ValueError(f"TPGroup.all_reduce_: expected {len(self.comms)} tensors and as many outs (one per "
+                             f"local rank), got {len(tensors)} tensors and {len(outs)} outs")
         if len(self.comms) == 1:
             self.comms[0].allreduce(tensors[0], out=outs[0])
         else:

@@ -355,6 +355,37 @@ def test_zero_elements_one_rule(lib):
         "tacoCompressedSize: count argument is 0 (a compressed buffer holds at least one element)")
 
 
+def test_the_numpy_spec_takes_counts_and_blocks_as_the_binding_does():
+    """taco.reference refuses what the binding refuses: a count that is not a positive integer (a
+    numpy uint64 count of 512 gave 17870283321406128672 bytes, -1 and 0 gave 16), a block keyword
+    that is not an integer or disagrees with the spec's (it was ignored); its wire may be bytes."""
+    from taco import reference as R
+    assert R.compressed_size("taco", np.uint64(512)) == taco.compressed_size("taco", np.uint64(512), "float32")
+    for count in (-1, 0):
+        with pytest.raises(ValueError, match=f"count argument {count}: a compressed buffer holds at least one"):
+            R.compressed_size("taco", count)
+    for count in (512.0, True, "512"):
+        with pytest.raises(TypeError, match="count argument: expected an integer"):
+            R.compressed_size("taco", count)
+    with pytest.raises(ValueError, match="does not fit in size_t"):
+        R.compressed_size("taco", 1 << 64)
+    wire = R.compress(laplace(512), "taco")
+    with pytest.raises(ValueError, match="count argument 0"):
+        R.decompress(wire, "taco", 0)
+    with pytest.raises(ValueError, match="count argument 0"):
+        R.decompress_reduce_compress([wire], "taco", 0)
+    assert np.array_equal(R.decompress(bytes(wire), "taco", 512), R.decompress(wire, "taco", 512))
+    with pytest.raises(ValueError, match="'taco:block=256' and block argument 128 disagree on the block size"):
+        R.codec_params("taco:block=256", 128)
+    assert R.codec_params("taco:block=256", 256)["block"] == 256
+    with pytest.raises(ValueError, match="block argument 0 is not a block size"):
+        R.codec_params("taco:block=256", 0)
+    for block in ("64", 64.0, True):
+        with pytest.raises(TypeError, match="block argument: expected an integer or None"):
+            R.codec_params("taco", block)
+    assert R.codec_params("taco", np.int64(64))["block"] == 64
+
+
 def test_errors_name_the_python_argument_and_the_c_function(lib):
     """Messages in the caller's words, not the library's internals: the Python argument
     (count, block, codec), the public C function, no space before a colon."""

@@ -182,6 +182,14 @@ def test_options_check_the_communicator_keywords():
         tc.Options(codec="taco", fallbak_bytes=0)
     with pytest.raises(taco.InvalidArgumentError, match="algo: unknown AllReduce algorithm 'fastest'"):
         tc.Options(algo="fastest")
+    # The codec spec is parsed here too, not at the group's first collective.
+    with pytest.raises(taco.InvalidArgumentError, match="codec: 'TACO': unknown codec 'TACO'"):
+        tc.Options(codec="TACO")
+    with pytest.raises(taco.InvalidArgumentError, match="codec: 'taco:block=7': block size 7"):
+        tc.Options(codec="taco:block=7")
+    # share_nccl is a bool or None: "no" would have read as True (sharing required).
+    with pytest.raises(TypeError, match="share_nccl: expected True, False or None, got str 'no'"):
+        tc.Options(share_nccl="no")
 
 
 def test_every_collective_the_trampoline_dispatches_is_delegated_in_python():

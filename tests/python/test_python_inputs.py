@@ -64,6 +64,13 @@ def test_codec_keyword_is_a_spec_string():
         comm_mod._config({"codec": b"taco"})
     with pytest.raises(TypeError, match="codec: expected a codec spec string, got int"):
         taco.loopback(2, codec=2)
+    # parsed where it is given, naming codec (the C message named 'config codec' at creation)
+    for spec, message in (("TACO", "codec: 'TACO': unknown codec"), ("fp8-block:block=48", "block size 48"),
+                          ("", "codec: '' has no codec name")):
+        with pytest.raises(taco.InvalidArgumentError, match=message):
+            comm_mod._config({"codec": spec})
+        with pytest.raises(taco.InvalidArgumentError, match=message):
+            taco.loopback(2, codec=spec)
 
 
 @pytest.mark.parametrize("call, message", [
@@ -105,6 +112,35 @@ def test_init_with_a_communicator_refuses_configuration(kw):
         assert taco.communicator() is first and not first.closed  # the default is left as it was
     finally:
         taco.finalize()
+
+
+@pytest.mark.parametrize("kw, error, message", [
+    ({"codec": "TACO"}, taco.InvalidArgumentError, "codec: 'TACO': unknown codec"),
+    ({"codec": ""}, taco.InvalidArgumentError, "codec: '' has no codec name"),
+    ({}, taco.InvalidUsageError, "no launcher found"),
+])
+def test_an_init_that_fails_leaves_the_default_as_it_was(kw, error, message):
+    """init() closed the current default before it looked for a launcher or parsed the codec, so
+    a failed init left none; and init(c) with the default c closed c."""
+    taco.finalize()
+    first = Standing()
+    taco.init(first)
+    try:
+        with pytest.raises(error, match=message):
+            taco.init(**kw)
+        assert taco.communicator() is first and not first.closed
+        assert taco.init(first) is first and not first.closed  # given again: kept open
+    finally:
+        taco.finalize()
+    assert first.closed
+
+
+@pytest.mark.parametrize("unique_id", [128, 5, "abc", True])
+def test_a_unique_id_is_bytes(unique_id):
+    """bytes(128) is 128 zero bytes, an id no rank made; bytes("abc") fails without naming it."""
+    with pytest.raises(TypeError, match=f"unique_id: expected the bytes of get_unique_id\\(\\), got "
+                                        f"{type(unique_id).__name__}"):
+        taco.Communicator.from_unique_id(unique_id, 2, 0)
 
 
 @pytest.mark.parametrize("source", ["MPI", "torchrun", "", 1])
@@ -193,6 +229,64 @@ def test_a_compressed_output_tensor_is_marked_written():
     v = out._version
     taco.compress(np.ones(64, np.float32), "taco", out=out)
     assert out._version > v
+
+
+class _MyTensor(torch.Tensor):
+    """A user's subclass of torch.Tensor (defined outside torch)."""
+
+
+def test_a_tensor_subclass_is_a_torch_tensor():
+    """A subclass of torch.Tensor is taken as a tensor: its outputs are tensors, and one used as
+    out is marked written, so that a backward which saved it refuses to run (taken as a plain
+    DLPack object it ran and gave a wrong gradient), and a leaf that requires grad is refused."""
+    x = torch.linspace(-1, 1, 64).as_subclass(_MyTensor)
+    assert isinstance(taco.compress(x, "none"), torch.Tensor)
+    a = torch.ones(64, requires_grad=True)
+    b = torch.full((64,), 3.0).as_subclass(_MyTensor)
+    loss = (a * b).sum()  # saves b
+    taco.decompress(_wire(), "taco", 64, "float32", out=b)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    leaf = torch.zeros(64).as_subclass(_MyTensor).requires_grad_()
+    with pytest.raises(taco.InvalidArgumentError, match="out: is a leaf tensor that requires grad"):
+        taco.decompress(_wire(), "taco", 64, "float32", out=leaf)
+
+
+def test_a_lazily_negated_tensor_is_refused():
+    """The imaginary part of a conjugated tensor reads negated while its memory holds the values
+    without the sign: read through its pointer, it lost the sign. (One element: a longer one is
+    strided, which is refused as not contiguous.)"""
+    im = torch.tensor([1 + 2j], dtype=torch.complex64).conj().imag
+    assert im.is_neg() and im.is_contiguous()
+    with pytest.raises(taco.InvalidArgumentError, match=r"x: tensor has its negative bit set.*resolve_neg"):
+        taco.compress(im, "none")
+    back = taco.decompress(taco.compress(im.resolve_neg(), "none"), "none", 1, "float32")
+    assert back.tolist() == [-2.0]
+
+
+class _Rank(comm_mod.Communicator):
+    """Rank `r` of a P-rank world `world` (a stand-in: no library communicator behind it)."""
+
+    def __init__(self, r, P, world):
+        super().__init__(None, "stand-in")
+        self._r, self._P, self._loopback_world = r, P, world
+
+    size = property(lambda self: self._P)
+    rank = property(lambda self: self._r)
+    closed = property(lambda self: False)
+
+
+def test_a_tp_group_checks_its_ranks_and_tensors():
+    import taco.torch as tt
+
+    a, b = object(), object()
+    with pytest.raises(ValueError, match="ranks of 2 different worlds"):
+        tt.TPGroup([_Rank(0, 2, a), _Rank(1, 2, b)])
+    g = tt.TPGroup([_Rank(0, 2, a), _Rank(1, 2, a)])
+    with pytest.raises(ValueError, match="expected 2 tensors and as many outs .* got 2 tensors and 1 outs"):
+        g.all_reduce_([torch.ones(2), torch.ones(2)], [torch.ones(2)])
+    with pytest.raises(TypeError, match="tensor: expected a torch.Tensor, got ndarray"):
+        tt.all_reduce(np.ones(4, np.float32), group=_Rank(0, 2, a))
 
 
 # ---------------------------------------------------------------- names and first use
