@@ -253,8 +253,8 @@ tacoResult_t tacoCommAbort(tacoComm_t comm);
 tacoResult_t tacoCommCount(tacoComm_t comm, int* count);
 tacoResult_t tacoCommUserRank(tacoComm_t comm, int* rank);
 /* The communicator's resolved configuration (every field defined). The codec
- * string stays valid as long as the communicator. A config->size of an older,
- * smaller struct (set by its initializer) gets that struct's bytes only. */
+ * string stays valid as long as the communicator. A config whose size and magic
+ * an older, smaller struct's initializer set gets that struct's bytes only. */
 tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config);
 /* Device workspace bytes the communicator holds (allocated at creation): the staged
  * pipeline's slots plus, where peer memory exists, this rank's scratch and flags. */

@@ -92,9 +92,11 @@ TACO_API tacoResult_t tacoCommUserRank(tacoComm_t comm, int* rank) {
 TACO_API tacoResult_t tacoCommGetConfig(tacoComm_t comm, tacoConfig_t* config) {
   TACO_CHECK(checkComm(comm, "tacoCommGetConfig"));
   TACO_CHECK(checkNotNull(config, "tacoCommGetConfig", "config"));
-  // A caller built against an older, smaller struct (its size set by its initializer) gets that
-  // struct's fields only; any other size (0: not set) the whole struct, as before.
-  const size_t bytes = configBytesOf(config->size) != 0 ? configBytesOf(config->size) : sizeof(tacoConfig_t);
+  // A caller built against an older, smaller struct (its size and magic set by its initializer)
+  // gets that struct's fields only; a struct not initialised (an output argument may hold
+  // anything) the whole struct, as before.
+  const bool older = config->magic == TACO_CONFIG_MAGIC && configBytesOf(config->size) != 0;
+  const size_t bytes = older ? configBytesOf(config->size) : sizeof(tacoConfig_t);
   tacoConfig_t resolved = comm->config;
   resolved.size = bytes;
   memcpy(config, &resolved, bytes);
@@ -126,7 +128,6 @@ TACO_API tacoResult_t tacoCommAllReduceAlgo(tacoComm_t comm, size_t count, tacoD
   bool taken = false;
   TACO_CHECK(acquireOrRecord(comm, "tacoCommAllReduceAlgo", &taken));
   const tacoResult_t r = allReduceAlgo(comm, count, datatype, algo, "tacoCommAllReduceAlgo");
-  if (r != tacoSuccess) commRecordError(comm);
   commRelease(comm, taken);
   return r;
 }

@@ -85,9 +85,13 @@ tacoResult_t checkHeader(const uint8_t* in, int q, tacoCodec_t codec, const Host
            arg, hd.formatVersion, h.d->formatVersion);
   // The header's log2 of the block size (0 for a codec without blocks), printed as it is: a
   // damaged one may be 31 or more, which no shift can turn into a size.
-  TACO_ARG(hd.log2Block == (h.d->blocked ? h.log2B : 0),
-           "%s: %s argument's header has log2 block size %d, but the codec argument's is %d (%s)", op, arg,
-           (int)hd.log2Block, h.d->blocked ? h.log2B : 0, h.d->blocked ? "its block size" : "no blocks");
+  if (h.d->blocked)
+    TACO_ARG(hd.log2Block == h.log2B,
+             "%s: %s argument's header has log2 block size %d, but the codec argument's block size %d has log2 %d",
+             op, arg, (int)hd.log2Block, h.B, h.log2B);
+  else
+    TACO_ARG(hd.log2Block == 0, "%s: %s argument's header has log2 block size %d, but codec '%s' has no blocks (0)",
+             op, arg, (int)hd.log2Block, h.d->name);
   TACO_ARG(hd.dtype < tacoNumDataTypes, "%s: %s argument has datatype byte %d, which is not a tacoDataType_t", op,
            arg, hd.dtype);
   TACO_ARG(hd.count == count, "%s: %s argument holds %llu elements, but the count argument is %zu", op, arg,

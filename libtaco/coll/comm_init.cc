@@ -150,12 +150,22 @@ struct Consistency {
   int32_t algo;        // a forced AllReduce algorithm must be forced everywhere
   int32_t peerMemory;  // TACO_PEER_MEMORY: creating peer memory is collective
   int32_t tune;        // TACO_TUNE: measuring at the first AllReduce is collective
+  int32_t check;       // this rank's checkConsistency (not compared): in the tail padding of the
+                       // fields before it, which builds without it send as 0
 };
+static_assert(sizeof(Consistency) == 56, "the size every build gathers");
 constexpr uint32_t kConsistencyMagic = 0x7ac0c4ecu;
 
+// Runs on every rank whatever its own checkConsistency, which each process takes from its own
+// config or environment: a rank that gathered while another went on to creation's next
+// all-gather (peer memory's, of another size) would pair the two. The fields are compared where
+// any rank asks for it. The all-gather is of 56 bytes, as in the builds before `check`, which
+// gathered only with their check on: a job that mixes the two with the check on (the default)
+// still fails naming the library version, instead of pairing different all-gathers.
 tacoResult_t consistencyCheck(tacoComm* c) {
   Consistency mine;
   memset(&mine, 0, sizeof(mine));
+  mine.check = c->config.checkConsistency;
   mine.magic = kConsistencyMagic;
   mine.version = TACO_VERSION_CODE;  // this build's version
   mine.codecId = c->codec.id;
@@ -169,6 +179,9 @@ tacoResult_t consistencyCheck(tacoComm* c) {
   mine.tune = envParams().tune;
   std::vector<Consistency> all(c->nranks);
   TACO_CHECK(c->transport->hostAllGather(&mine, all.data(), sizeof(mine)));
+  bool asked = false;
+  for (const Consistency& a : all) asked = asked || a.check != 0;
+  if (!asked) return tacoSuccess;
   for (int q = 0; q < c->nranks; ++q) {
     const Consistency& a = all[0];
     const Consistency& b = all[q];
@@ -191,19 +204,6 @@ tacoResult_t consistencyCheck(tacoComm* c) {
     TACO_CMP(tune, "TACO_TUNE")
 #undef TACO_CMP
   }
-  return tacoSuccess;
-}
-
-// The consistency check where any rank asks for it. Each process takes checkConsistency from its
-// own config or environment, and a rank that ran the check's all-gather while another ran the
-// next one of creation (peer memory's, of another size) would pair them: so the ranks first
-// agree, in a one-int all-gather, whether to run it.
-tacoResult_t agreedConsistencyCheck(tacoComm* c) {
-  const int mine = c->config.checkConsistency;
-  std::vector<int> all((size_t)c->nranks, 0);
-  TACO_CHECK(c->transport->hostAllGather(&mine, all.data(), sizeof(int)));
-  for (int want : all)
-    if (want) return consistencyCheck(c);
   return tacoSuccess;
 }
 
@@ -243,7 +243,7 @@ tacoResult_t commCreate(Transport* t, const tacoConfig_t* config, bool consisten
   c->nranks = t->nranks();
   tacoResult_t r = resolveConfig(config, c, "CommInit");
   if (r == tacoSuccess) r = commSetup(c);
-  if (r == tacoSuccess && consistency && c->nranks > 1) r = agreedConsistencyCheck(c);
+  if (r == tacoSuccess && consistency && c->nranks > 1) r = consistencyCheck(c);
   if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = peerMemorySetup(&c, 1, false);
   if (r == tacoSuccess && loopbackWorldOf(t) == nullptr) r = tuneAttach(&c, 1, false);
   if (r != tacoSuccess) {

@@ -64,10 +64,12 @@ def dtype_name(dtype: Any) -> str:
             return _ALIASES[s]
         try:
             nd = np.dtype(dtype)
-            if nd.name in _ALIASES:
-                return _ALIASES[nd.name]
         except TypeError:
-            pass
+            nd = None
+        if nd is not None and nd.name in _ALIASES:
+            if not nd.isnative:  # as the string '>f4' is refused: outputs are native
+                raise _invalid(f"dtype {dtype!r} is not in native byte order")
+            return _ALIASES[nd.name]
     raise _invalid(f"dtype {dtype!r} is not supported (float32, float16 or bfloat16)")
 
 
@@ -270,6 +272,9 @@ def describe(x: Any, name: str, *, stream: int | None = None) -> Buf:
             f"__cuda_array_interface__ or __dlpack__; got {type(x).__name__}"
         )
     if fw == "numpy":
+        if isinstance(x, np.ma.MaskedArray):
+            raise _invalid(f"{name}: is a masked array: libtaco would read its data and ignore the mask "
+                           f"(pass x.filled(value), or x.data)")
         if not x.flags.c_contiguous:
             raise _invalid(f"{name}: array is not C-contiguous (use numpy.ascontiguousarray)")
         _check_byte_order(x.dtype, name)

@@ -207,8 +207,8 @@ def _sizes(comm, kind: int, n: int):
 
 def _torch_call(comm, kind, x, out, dtype, stream):
     h = comm._h
-    if h is None or not x.is_cuda or not x.is_contiguous():
-        return SLOW
+    if h is None or not x.is_cuda or not x.is_contiguous() or x.is_neg():  # (the general path refuses
+        return SLOW                                                          # a lazily negated view)
     dev = x.get_device()
     T = _T or _torch_env()
     xdt = x.dtype
@@ -230,7 +230,7 @@ def _torch_call(comm, kind, x, out, dtype, stream):
                 and (out.numel() != on or out.dtype is not xdt or not out.is_cuda or out.get_device() != dev
                      or not out.is_contiguous() or _handler(type(out)) is not _torch_call)):
             return SLOW
-        if out.requires_grad and out.is_leaf and T.grad_enabled():
+        if out.requires_grad and out.is_leaf and T.grad_enabled() or out.is_neg():
             return SLOW  # the general path refuses it, naming out
     if stream is None:
         s = T.raw_stream(dev)

@@ -90,6 +90,11 @@ _INT_FIELDS = {
 }
 
 
+# The values the library takes (tacoCommInit*: chunkBytes 1..2^48, pipelineDepth 1..16), checked
+# here too so that taco.c10d.Options and init() refuse them when they are given, naming the keyword.
+_VALID = {"chunk_bytes": (1, 1 << 48), "pipeline_depth": (1, 16)}
+
+
 def _int_arg(value: Any, name: str, lo: int, hi: int, *, bools: bool = False) -> int:
     """`value` as an int in [lo, hi]; a float, a string or a bool (unless `bools`) is refused
     rather than truncated or parsed, naming `name`."""
@@ -132,6 +137,8 @@ def _config(config: dict):
             if n == unset:
                 raise _invalid(f"{key}: {n} is the C API's 'unset' value; leave {key} out (or None) for the "
                                f"environment's or the library's default")
+            if key in _VALID and not _VALID[key][0] <= n <= _VALID[key][1]:
+                raise _invalid(f"{key}: {n} is outside [{_VALID[key][0]}, {_VALID[key][1]}]")
             setattr(cfg, _CONFIG_FIELDS[key], n)
     return cfg, keep
 
@@ -336,13 +343,13 @@ class Communicator:
         """The AllReduce algorithm an allreduce of `count` elements of `dtype` runs here (never
         "auto"): the library's selection, without running anything (tacoCommAllReduceAlgo).
         A forced algorithm this communicator cannot run raises InvalidUsageError."""
-        if isinstance(count, bool) or not hasattr(count, "__index__") or operator.index(count) < 0:
-            raise _invalid(f"count: expected a number of elements >= 0, got {count!r}")
+        if isinstance(count, bool) or not hasattr(count, "__index__") or not 0 <= operator.index(count) < 1 << 64:
+            raise _invalid(f"count: expected a number of elements >= 0 (and below 2^64), got {count!r}")
         f, lib = _lib.ffi(), _lib.lib()
         algo = f.new("int*")
         h = self._handle()
-        # the thread's message: the query records nothing on the communicator, whose record may
-        # hold an older failure
+        # the thread's message: the query records only an in-use refusal on the communicator, whose
+        # record may hold an older failure
         check(lib.tacoCommAllReduceAlgo(h, operator.index(count), taco_dtype(dtype), algo))
         return _algo_name(algo[0])
 

@@ -74,12 +74,14 @@ def init(comm: Communicator | None = None, *, source: str | None = None, codec: 
         _finalize(keep=comm)  # given again, the current default stays open
         _state.update(make=None, codec=codec, comms={codec: comm})
         return comm
-    # The launcher first: an init that fails leaves the current default as it was.
+    # The launcher and the new communicator first: an init that fails leaves the current default
+    # as it was. (A launcher may hand back a communicator it caches, maybe the current default.)
     _, make = _bootstrap(source)
     codec = codec or default_codec()
-    finalize()
-    _state.update(make=lambda c: make(c, **config), codec=codec, comms={})
-    return communicator(codec)
+    made = make(codec, **config)
+    _finalize(keep=made)
+    _state.update(make=lambda c: make(c, **config), codec=codec, comms={codec: made})
+    return made
 
 
 def communicator(codec: str | None = None) -> Communicator:

@@ -218,12 +218,18 @@ int main() {
   memset(&out, 0xAB, sizeof(out));
   const size_t older = offsetof(tacoConfig_t, algo);  // the struct before `algo` (48 bytes)
   out.cfg.size = older;
+  out.cfg.magic = TACO_CONFIG_MAGIC;
   TEST_ASSERT_EQ_INT(tacoCommGetConfig(comm, &out.cfg), tacoSuccess);
   TEST_ASSERT_EQ_INT((int)out.cfg.size, (int)older);
   TEST_ASSERT(out.cfg.chunkBytes == 12345);
   const unsigned char* tail = reinterpret_cast<const unsigned char*>(&out.cfg) + older;
   for (size_t i = 0; i < sizeof(out) - older; ++i) TEST_ASSERT_MSG(tail[i] == 0xAB, "byte %zu past the struct", i);
-  // This header's size (the initializer's), or a size no struct had (0: not set), gets it all.
+  // This header's size (the initializer's), a size no struct had (0: not set), or an older size
+  // without the magic (an uninitialised struct that happens to hold one) gets it all.
+  memset(&out, 0xAB, sizeof(out));
+  out.cfg.size = older;
+  TEST_ASSERT_EQ_INT(tacoCommGetConfig(comm, &out.cfg), tacoSuccess);
+  TEST_ASSERT(out.cfg.size == sizeof(tacoConfig_t) && out.cfg.algo == tacoAlgoFused);
   tacoConfig_t whole = TACO_CONFIG_INITIALIZER;
   TEST_ASSERT_EQ_INT(tacoCommGetConfig(comm, &whole), tacoSuccess);
   TEST_ASSERT_EQ_INT(whole.algo, tacoAlgoFused);

@@ -50,6 +50,24 @@ def test_native_order_spelled_explicitly_is_accepted():
     assert np.array_equal(taco.compress(x.astype("=f4"), "taco"), taco.compress(x, "taco"))
 
 
+def test_a_byte_swapped_dtype_argument_is_refused():
+    """np.dtype('>f4') named float32 and gave native output, while the string '>f4' was refused."""
+    wire = taco.compress(laplace(256), "taco")
+    with pytest.raises(taco.InvalidArgumentError, match=r"dtype dtype\('>f4'\) is not in native byte order"):
+        taco.decompress(wire, "taco", 256, np.dtype(">f4"))
+    with pytest.raises(taco.InvalidArgumentError, match="dtype '>f4' is not supported"):
+        taco.decompress(wire, "taco", 256, ">f4")
+    assert taco.decompress(wire, "taco", 256, np.dtype("<f4")).dtype == np.float32
+
+
+def test_a_masked_array_is_refused():
+    """Its mask would be dropped without a word (the device path refuses masks too)."""
+    x = np.ma.masked_array(laplace(256), mask=np.arange(256) % 7 == 0)
+    with pytest.raises(taco.InvalidArgumentError, match="x: is a masked array"):
+        taco.compress(x, "taco")
+    assert np.array_equal(taco.compress(x.filled(0), "taco"), taco.compress(np.where(x.mask, 0, x.data), "taco"))
+
+
 # ---- outputs that overlap an input: the C entry points and the Python layer refuse them
 
 N = 256                      # elements; taco, fp32: 16 + 256 + 16 bytes of wire

@@ -187,6 +187,11 @@ def test_options_check_the_communicator_keywords():
         tc.Options(codec="TACO")
     with pytest.raises(taco.InvalidArgumentError, match="codec: 'taco:block=7': block size 7"):
         tc.Options(codec="taco:block=7")
+    # and the numbers' ranges (they failed when the group was made, naming the C field)
+    with pytest.raises(taco.InvalidArgumentError, match=r"pipeline_depth: 17 is outside \[1, 16\]"):
+        tc.Options(pipeline_depth=17)
+    with pytest.raises(taco.InvalidArgumentError, match=r"chunk_bytes: 0 is outside"):
+        tc.Options(chunk_bytes=0)
     # share_nccl is a bool or None: "no" would have read as True (sharing required).
     with pytest.raises(TypeError, match="share_nccl: expected True, False or None, got str 'no'"):
         tc.Options(share_nccl="no")

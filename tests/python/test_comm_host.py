@@ -145,6 +145,8 @@ def test_allreduce_algo_names_the_library_s_choice(stub):
         c.allreduce_algo(1000, "float32")
     with pytest.raises(taco.InvalidArgumentError, match="count"):
         c.allreduce_algo(-1, "float32")
+    with pytest.raises(taco.InvalidArgumentError, match="count: expected a number of elements"):  # not OverflowError
+        c.allreduce_algo(1 << 64, "float32")
     with pytest.raises(taco.InvalidArgumentError, match="dtype"):
         c.allreduce_algo(10, "int8")
 

@@ -35,6 +35,9 @@ class FakeCAI:
     ({"fallback_bytes": 1 << 64}, r"fallback_bytes: 18446744073709551616 is outside \[0, 18446744073709551615\]"),
     ({"pipeline_depth": 1 << 40}, r"pipeline_depth: 1099511627776 is outside"),
     ({"pipeline_depth": True}, r"pipeline_depth: expected an integer, got True"),
+    ({"pipeline_depth": 17}, r"pipeline_depth: 17 is outside \[1, 16\]"),
+    ({"chunk_bytes": 0}, r"chunk_bytes: 0 is outside \[1, 281474976710656\]"),
+    ({"chunk_bytes": (1 << 48) + 1}, r"chunk_bytes: 281474976710657 is outside"),
     ({"chunk_bytes": UNSET_SIZE}, r"chunk_bytes: 18446744073709551615 is the C API's 'unset' value; leave "
                                   r"chunk_bytes out \(or None\)"),
     ({"fallback_bytes": UNSET_SIZE}, r"fallback_bytes: 18446744073709551615 is the C API's 'unset' value"),
@@ -130,6 +133,31 @@ def test_an_init_that_fails_leaves_the_default_as_it_was(kw, error, message):
             taco.init(**kw)
         assert taco.communicator() is first and not first.closed
         assert taco.init(first) is first and not first.closed  # given again: kept open
+    finally:
+        taco.finalize()
+    assert first.closed
+
+
+def test_an_init_whose_communicator_fails_leaves_the_default(monkeypatch):
+    """The new communicator is made before the current default is closed; a launcher that hands
+    back the current default (a cached one) keeps it open."""
+    from taco import default as d
+
+    taco.finalize()
+    first = Standing()
+    taco.init(first)
+
+    def failing(codec, **cfg):
+        raise RuntimeError("ncclCommInitRank failed (a stand-in)")
+
+    try:
+        monkeypatch.setattr(d, "_bootstrap", lambda source: ("mpi", failing))
+        with pytest.raises(RuntimeError, match="a stand-in"):
+            taco.init(codec="taco")
+        assert taco.communicator() is first and not first.closed
+        monkeypatch.setattr(d, "_bootstrap", lambda source: ("mpi", lambda codec, **cfg: first))
+        assert taco.init(codec="taco") is first and not first.closed
+        assert taco.communicator() is first
     finally:
         taco.finalize()
     assert first.closed
