@@ -8,6 +8,9 @@
 #     transforms a block instead of three, and two transpositions fewer): what the reduce summed
 #     in the rotated domain (wip/rotated_reduce_study.py: accuracy unchanged, a spec change) could
 #     give at most.
+#   - TACO_STUDY_NONCOOP: the one-shots launched without the cooperative attribute (grids no
+#     larger than the SM count): what the cooperative launch costs a small call (the one-shot's
+#     fixed cost is ~8 us above plain at 4 KiB; the target is 4). Results stay right here.
 # Both give wrong results; the study build (-DTACO_STUDY=1) is never installed or tested. The
 # hooks are wip/study-bounds.patch; without the macro the patched tree compiles to main's device
 # code (checked with -Xptxas -v and the objects of peer_kernels_bf16_e4m3: same registers, and
@@ -21,14 +24,14 @@ OUT="${OUT:-$PWD/wip-out}"; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONPATH="/tmp/site:$PWD/python:$PWD/bench/python"
 t0=$(date +%s)
-build() {  # dir, extra flags
+build() {  # dir, extra flags, extra targets
   cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACO_BUILD_TESTS=OFF \
-    -DTACO_BUILD_BENCH=OFF -DCMAKE_CUDA_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" \
+    -DTACO_BUILD_BENCH=ON -DCMAKE_CUDA_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" \
     -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/build_$1.log" 2>&1 &&
-    cmake --build "$1" -j"$(nproc)" --target taco >> "$OUT/build_$1.log" 2>&1 || { tail -30 "$OUT/build_$1.log"; return 1; }
+    cmake --build "$1" -j"$(nproc)" --target taco ${3:-} >> "$OUT/build_$1.log" 2>&1 || { tail -30 "$OUT/build_$1.log"; return 1; }
 }
 [ -f build-gpu/libtaco.so ] || build build-gpu "" || exit 1
-build build-study "-DTACO_STUDY=1" || exit 1
+build build-study "-DTACO_STUDY=1" taco_perf || exit 1
 echo "builds: $(( $(date +%s) - t0 )) s"
 CODECS=fp8-block,int8-block,taco,int6-hadamard
 sweep() {  # tag, library, sizes, env...
@@ -48,6 +51,20 @@ for turn in 1 2; do
   sweep control$turn "$PWD/build-study/libtaco.so" $ALL
   sweep nowaits$turn "$PWD/build-study/libtaco.so" 2:256,4:256 TACO_STUDY_NO_WAITS=1
   sweep twowht$turn "$PWD/build-study/libtaco.so" $ALL TACO_STUDY_TWO_WHT=1
+done
+# The cooperative launch's cost to a small call: the one-shots at 4 KiB (P = 2) and 256 KiB
+# (P = 8), graph-replayed, with and without the attribute, alternating, two turns.
+SP=$(find build-study -name taco_perf -type f | head -1)
+for turn in 1 2; do
+  for coop in coop noncoop; do
+    for case in "2 4K oneshot" "2 4K oneshot-raw" "8 256K oneshot-raw"; do
+      set -- $case
+      envs=(); [ $coop = noncoop ] && envs=(TACO_STUDY_NONCOOP=1)
+      env "${envs[@]}" timeout 30 "$SP" --loopback $1 -b $2 -e $2 -n 500 -w 50 -G 20 -C fp8-block -d bfloat16 \
+        --algo $3 > "$OUT/small_${coop}_$1_$2_$3_t$turn.txt" 2>&1
+      echo "$coop P=$1 $2 $3 turn $turn rc=$? $(grep -E '^ +[0-9]+ ' "$OUT/small_${coop}_$1_$2_$3_t$turn.txt" | head -1)"
+    done
+  done
 done
 python3 - "$OUT" <<'PY'
 import json, math, sys
