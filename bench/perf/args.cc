@@ -6,6 +6,9 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include <unistd.h>
 
 namespace perf {
 
@@ -50,7 +53,8 @@ void printUsage(FILE* f) {
           "Measures libtaco's compressed collectives against the plain (uncompressed) collective\n"
           "and a do-it-yourself FP8 all-gather AllReduce, side by side, in the style of nccl-tests.\n"
           "\n"
-          "  -b, --minbytes SIZE     smallest message (default 32M); SIZE takes K, M, G suffixes (x1024)\n"
+          "  -b, --minbytes SIZE     smallest message (default 32M); SIZE takes K, M, G, T suffixes\n"
+          "                          (x1024), optionally followed by B or iB\n"
           "  -e, --maxbytes SIZE     largest message (default 32M)\n"
           "  -f, --stepfactor N      multiply the size by N each step (default 2)\n"
           "  -i, --stepbytes SIZE    add SIZE each step instead (default: use -f)\n"
@@ -65,12 +69,13 @@ void printUsage(FILE* f) {
           "  -G, --cudagraph N       capture the -n iterations in a CUDA graph, launch it N times\n"
           "                          (default 0: no graph)\n"
           "  -J, --output_file FILE  also write the results as JSON to FILE (rank 0)\n"
-          "      --loopback N        N communicators on one GPU (libtaco's loopback transport)\n"
+          "      --loopback N        N communicators (1 to 64) on one GPU (libtaco's loopback transport)\n"
           "      --check-max SIZE    check sizes up to SIZE only; '-' above (default 64M)\n"
           "      --fallback SIZE     the communicators' fallbackBytes (default: TACO_FALLBACK_BYTES or\n"
           "                          the library default); 0 compresses every size\n"
           "      --chunk SIZE        the communicators' chunkBytes (default: TACO_CHUNK_BYTES / library)\n"
-          "      --depth N           the communicators' pipelineDepth (default: TACO_PIPELINE_DEPTH / library)\n"
+          "      --depth N           the communicators' pipelineDepth, 1 to 16 (default: TACO_PIPELINE_DEPTH /\n"
+          "                          library)\n"
           "      --algo NAME         the AllReduce algorithm of the -C communicators, one of\n"
           "                          %s\n"
           "                          (default: TACO_ALGO, else auto); a row whose communicator cannot\n"
@@ -112,13 +117,25 @@ bool parseInt(const char* s, long long lo, long long hi, long long* out) {
 }
 
 bool parseU64(const char* s, uint64_t* out) {
-  if (s == nullptr || *s == '\0' || *s == '-') return false;
+  if (s == nullptr || *s == '\0') return false;
+  for (const char* p = s; *p; ++p)  // decimal digits only: "010" is ten, not octal eight; no sign, no space
+    if (*p < '0' || *p > '9') return false;
   errno = 0;
   char* end = nullptr;
-  unsigned long long v = strtoull(s, &end, 0);
+  unsigned long long v = strtoull(s, &end, 10);
   if (errno != 0 || end == s || *end != '\0') return false;
   *out = v;
   return true;
+}
+
+// Whether a file may be written at `path` (an existing file, or a new one in an existing directory),
+// without creating it; errno says why not.
+bool canWriteFile(const char* path) {
+  if (access(path, F_OK) == 0) return access(path, W_OK) == 0;
+  std::string dir(path);
+  const size_t slash = dir.find_last_of('/');
+  dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+  return access(dir.c_str(), W_OK | X_OK) == 0;
 }
 
 std::vector<std::string> splitList(const char* s) {
@@ -282,6 +299,8 @@ int parseArgs(int argc, char** argv, Options* o) {
       o->graphIters = (int)iv;
     } else if (n == "--output_file") {
       if (*v == '\0') return usageError("%s: empty file name", arg.c_str());
+      // Written at the end of the run: a path that cannot be written is said now, not after it.
+      if (!canWriteFile(v)) return usageError("%s: cannot write '%s': %s", arg.c_str(), v, strerror(errno));
       o->jsonPath = v;
     } else if (n == "--datatype") {
       o->dtypes.clear();
@@ -335,7 +354,7 @@ int parseArgs(int argc, char** argv, Options* o) {
         o->codecs.push_back(s);
       }
     } else if (n == "--loopback") {
-      PERF_INT(1, 1 << 20, "a rank count >= 1");
+      PERF_INT(1, 64, "a rank count from 1 to 64");  // the library's loopback worlds (tacoCommInitLoopback)
       o->loopback = (int)iv;
     } else if (n == "--check-max") {
       PERF_BYTES("a size");
@@ -348,7 +367,7 @@ int parseArgs(int argc, char** argv, Options* o) {
       if (bv == 0) return usageError("%s: the chunk must be > 0", arg.c_str());
       o->chunkBytes = (long long)bv;
     } else if (n == "--depth") {
-      PERF_INT(1, 1 << 20, "an integer >= 1");
+      PERF_INT(1, 16, "an integer from 1 to 16");  // the library's pipelineDepth range
       o->pipelineDepth = (int)iv;
     } else if (n == "--algo") {
       if (!parseAlgo(v, &o->algo))

@@ -62,17 +62,26 @@ Boot bootstrap(int* argc, char*** argv) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, b.rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &b.localRank);
   MPI_Comm_free(&local);
+  // One MPI rank where a launcher says there are several (torchrun, or srun without PMI): each
+  // process would run a one-rank job of its own and report it as a success.
+  if (b.size == 1)
+    for (const char* v : {"WORLD_SIZE", "SLURM_STEP_NUM_TASKS"})
+      if (envInt(v, 1) > 1)
+        fatalCode(2, "MPI reports one rank, but %s=%d: taco_perf was launched without MPI (torchrun, or srun "
+                     "without PMI); launch it with mpirun or srun --mpi, or use a build without MPI",
+                  v, envInt(v, 1));
 #else
   (void)argc;
   (void)argv;
   // Launchers' conventions, first found wins: torchrun's (RANK) first, since it is the innermost
   // launcher when it runs under srun or mpirun (whose variables then describe the torchrun
   // processes, one per node, not the ranks); SLURM's last, since mpirun and PMI inside an
-  // allocation leave SLURM_PROCID/NTASKS of the allocation's step.
+  // allocation leave SLURM_PROCID of the allocation's step. Its size is srun's
+  // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS, which a batch script has too (one process, PROCID 0).
   static const char* kEnv[][3] = {{"RANK", "WORLD_SIZE", "LOCAL_RANK"},
                                   {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
                                   {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-                                  {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}};
+                                  {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"}};
   for (auto& e : kEnv) {
     int r = envInt(e[0], -1), s = envInt(e[1], -1);
     if (r >= 0 && s >= 1 && r < s) {

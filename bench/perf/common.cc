@@ -568,7 +568,8 @@ int main(int argc, char** argv) {
       // With TACO_TUNE=auto (the library's default) a communicator measures its AllReduce table at
       // its first eager AllReduce of a dtype: one small call per codec first, untimed, so that every
       // row runs, and its algo column names, the table's choice.
-      if (coll == kAllReduce && c.o.algo < 0) {  // not with --algo: a forced algorithm is never tuned
+      // Not with a forced --algo (never tuned); with --algo auto too (it tunes as the default does).
+      if (coll == kAllReduce && c.o.algo <= (int)tacoAlgoAuto) {
         const Shape first = d.getCounts((size_t)c.P, c.P);
         for (int k = 0; k < (int)c.codecs.size(); ++k) {
           int a = -1;  // a communicator that cannot run TACO_ALGO's algorithm skips its rows below

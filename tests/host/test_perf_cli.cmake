@@ -57,9 +57,17 @@ expect(2 "error: -n: '0' is not an integer >= 1" -n 0)
 expect(2 "error: -w: '1.5' is not an integer >= 0" -w 1.5)
 expect(2 "error: -c: '2' is not 0 or 1" -c 2)
 expect(2 "error: -G: '-1' is not an integer >= 0" -G -1)
-expect(2 "error: --loopback: '0' is not a rank count >= 1" --loopback 0)
-expect(2 "error: --loopback: '4x' is not a rank count >= 1" --loopback=4x)
+expect(2 "error: --loopback: '0' is not a rank count from 1 to 64" --loopback 0)
+expect(2 "error: --loopback: '4x' is not a rank count from 1 to 64" --loopback=4x)
+expect(2 "error: --loopback: '65' is not a rank count from 1 to 64" --loopback 65)
+expect(2 "error: --depth: '17' is not an integer from 1 to 16" --depth 17)
 expect(2 "error: --seed: 'seven' is not an unsigned integer" --seed seven)
+# decimal only: strtoull's base 0 read 010 as eight, 0x10 as sixteen, and ' -1' as 2^64 - 1
+expect(2 "error: --seed: '010x' is not an unsigned integer" --seed 010x)
+expect(2 "error: --seed: '0x10' is not an unsigned integer" --seed 0x10)
+expect(2 "error: --seed: ' -1' is not an unsigned integer" "--seed= -1")
+# -J: a path that cannot be written is refused at the start, not after the run
+expect(2 "error: -J: cannot write '/nonexistent-dir/x.json': No such file or directory" -J /nonexistent-dir/x.json)
 # Names
 expect(2 "error: unknown option '--bogus'" --bogus)
 expect(2 "error: unknown option '-x'" -x 3)
@@ -92,6 +100,14 @@ expect(1 "error: no usable CUDA device \\(cudaGetDeviceCount: .*\\): measuring n
 foreach(algo auto plain staged fused oneshot oneshot-raw)
   expect(1 "no usable CUDA device" -o all -C taco,none --algo ${algo} --loopback 2)
 endforeach()
+# A batch script's SLURM_PROCID and SLURM_NTASKS (no srun step) do not make its one process rank 0
+# of several: --loopback runs (and stops at the missing GPU, not at "launch one process"). srun's
+# SLURM_STEP_NUM_TASKS does (exit 2 on the non-MPI build, which reads the environment).
+set(ENV{SLURM_PROCID} "0")
+set(ENV{SLURM_NTASKS} "8")
+expect(1 "no usable CUDA device" --loopback 2)
+unset(ENV{SLURM_NTASKS})
+unset(ENV{SLURM_PROCID})
 unset(ENV{CUDA_VISIBLE_DEVICES})
 
 message(STATUS "${_passed} passed, ${_failed} failed")

@@ -320,8 +320,8 @@ def check(world: World, op: str, count: int, outs: list, gen, dtype) -> tuple[fl
 
 
 def wire_ratio(op: str, codec: str, count: int, P: int, dname: str, fallback: int, algo: str) -> float:
-    """bench/perf/common.cc's wireRatio(): the uncompressed bytes of the buffer's 1/P share
-    over the compressed bytes (header included) of the piece each rank sends; 1.0 when the
+    """bench/perf/common.cc's wireRatio(): the uncompressed bytes of the piece each rank sends
+    (for AllReduce the largest shard) over its compressed bytes (header included); 1.0 when the
     call runs uncompressed. AllReduce runs uncompressed with codec none or algorithm plain or
     oneshot-raw (the algorithm covers the fallback threshold), the other collectives with
     codec none, below the fallback threshold, or with more ranks than one accumulate kernel
@@ -342,7 +342,7 @@ def wire_ratio(op: str, codec: str, count: int, P: int, dname: str, fallback: in
         B = codec_info(codec)["block_size"] or 256
         nblocks = -(-count // B)
         piece = min(count, -(-nblocks // P) * B)
-    return nbytes / (P * compressed_size(codec, piece, dname))
+    return piece * itemsize(dname) / compressed_size(codec, piece, dname)
 
 
 def sizes(b: int, e: int, f: int) -> list[int]:
