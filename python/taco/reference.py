@@ -3,7 +3,8 @@
 The C host twin and the CUDA kernels match this file bit for bit on FP8/INT
 codes, scales and decompressed values (NaN payload bits excepted: every NaN
 the library writes is the canonical 0x7fc00000 for scales and 0x7f for FP8
-codes; non-finite outputs are compared as NaN). See docs/codecs.md for the
+codes; non-finite outputs are compared as NaN). The bf16 codec's wire holds
+NaN as 0x7fff, whatever the input NaN's sign and payload, as here. See docs/codecs.md for the
 math and docs/format.md for the wire layout.
 
 Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
@@ -28,7 +29,7 @@ Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
             beyond FLT_MAX, scaled by 2^-64: it decodes with K = 64 and d = (|s| * c) / alpha, and
             without the saturation, so that the values past FLT_MAX come back as +-Inf
     bf16: round to nearest even; fp32 data saturates finite values at +-0x7F7F (16-bit data and
-            sums of it round to Inf past bf16's range, as the output dtype would)
+            sums of it round to Inf past bf16's range, as the output dtype would); NaN is 0x7FFF
 
 Accumulation of k compressed inputs plus an optional exact input e, in order: R = W_0 + W_1 + ...
 (in the rotated domain), F = FWHT(R); the saturation applies only to one input that is not wide
@@ -75,15 +76,19 @@ _NAN_CODE = {"e4m3": 0x7F, "e5m2": 0x7F, "int8": 0, "int6": 0, "int4": 0}
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(ml_dtypes.bfloat16): 2}
 
 
+MAX_COUNT = (1 << 61) - 1  # the library's largest count: SIZE_MAX / 8, so that its sizes in bytes fit
+
+
 def _count(count) -> int:
-    """`count` as the binding takes it: an integer (not a bool or a float) from 1 to 2^64 - 1."""
+    """`count` as the library takes it: an integer (not a bool or a float) from 1 to MAX_COUNT."""
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
         raise TypeError(f"count argument: expected an integer, got {type(count).__name__}")
     n = operator.index(count)
     if n < 1:
         raise ValueError(f"count argument {n}: a compressed buffer holds at least one element")
-    if n >= 1 << 64:
-        raise ValueError(f"count argument {n} does not fit in size_t")
+    if n > MAX_COUNT:
+        raise ValueError(f"count argument {n} is larger than {MAX_COUNT}, the largest count whose sizes in bytes "
+                         f"fit in size_t")
     return n
 
 
@@ -324,12 +329,16 @@ def _to_wire(c: _Codec, v: np.ndarray, dtype) -> np.ndarray:
     as in the dtype itself. `none` is the dtype itself."""
     if c.fmt != "bf16":
         return v.astype(np.dtype(dtype))
-    if np.dtype(dtype) != np.float32:  # 16-bit data: a sum past bf16's range is Inf in the dtype too
-        return v.astype(np.float32).astype(ml_dtypes.bfloat16)
-    u = v.astype(np.float32).view(np.uint32)
-    with np.errstate(over="ignore"):
-        over = ((u & np.uint32(0x7FFFFFFF)) - np.uint32(0x7F7F8000)) < np.uint32(0x8000)
-    return np.where(over, u - np.uint32(0x8000), u).astype(np.uint32).view(np.float32).astype(ml_dtypes.bfloat16)
+    v = v.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # NaN and values past bf16's range are meant
+        if np.dtype(dtype) != np.float32:  # 16-bit data: a sum past bf16's range is Inf in the dtype too
+            w = v.astype(ml_dtypes.bfloat16)
+        else:
+            u = v.view(np.uint32)
+            over = ((u & np.uint32(0x7FFFFFFF)) - np.uint32(0x7F7F8000)) < np.uint32(0x8000)
+            w = np.where(over, u - np.uint32(0x8000), u).astype(np.uint32).view(np.float32).astype(ml_dtypes.bfloat16)
+    # every NaN as the library's conversion writes it (CUDA's canonical bf16 NaN), sign and payload dropped
+    return np.where(np.isnan(v), np.uint16(0x7FFF), w.view(np.uint16)).astype(np.uint16).view(ml_dtypes.bfloat16)
 
 
 def _as_blocks(x: np.ndarray, c: _Codec) -> np.ndarray:

@@ -248,3 +248,18 @@ def test_wire_from_another_codec_is_rejected():
         taco.decompress(w, "int8-block", 1000, np.float32)
     with pytest.raises(taco.InvalidArgumentError, match="count: 999, but wire holds 1000 elements"):
         taco.decompress(w, "fp8-block", 999, np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_bf16_wire_holds_nan_as_the_library_writes_it(dtype):
+    """Every NaN, of either sign and any payload, is 0x7fff on the bf16 codec's wire, in the host
+    twin (and the kernels: CUDA's canonical bf16 NaN) and the spec alike; the spec kept the sign
+    (0x7fc0 / 0xffc0)."""
+    bits = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFBFFFFF], np.uint32).view(np.float32)
+    x = np.concatenate([bits, np.array([1.0, -0.0, np.inf, -np.inf], np.float32)])
+    with np.errstate(invalid="ignore"):
+        x = x.astype(dtype)
+    host, spec = taco.compress(x, "bf16"), ref.compress(x, "bf16")
+    assert np.array_equal(host, spec)
+    codes = host[16:16 + 2 * x.size].view(np.uint16)
+    assert codes[:4].tolist() == [0x7FFF] * 4
