@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace perf {
@@ -81,11 +82,11 @@ void printUsage(FILE* f) {
           "                          (default: TACO_ALGO, else auto); a row whose communicator cannot\n"
           "                          run it is skipped\n"
           "      --diy 0|1           measure the do-it-yourself baseline (allreduce only; default 1)\n"
-          "      --seed N            seed of the input data (default 31424)\n"
+          "      --seed N            seed of the input data, decimal (default 31424)\n"
           "      --id-file PATH      without MPI: rank 0 writes the NCCL unique ids to PATH, the other\n"
           "                          ranks read them (shared file system; rank and size from RANK/WORLD_SIZE,\n"
-          "                          OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE or SLURM_PROCID/NTASKS, the\n"
-          "                          first found)\n"
+          "                          OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE or SLURM_PROCID with srun's\n"
+          "                          SLURM_STEP_NUM_TASKS, the first found)\n"
           "  -h, --help              this text\n"
           "\n"
           "Exit status: 0 success, 1 runtime failure or failed check, 2 bad arguments.\n"
@@ -126,16 +127,6 @@ bool parseU64(const char* s, uint64_t* out) {
   if (errno != 0 || end == s || *end != '\0') return false;
   *out = v;
   return true;
-}
-
-// Whether a file may be written at `path` (an existing file, or a new one in an existing directory),
-// without creating it; errno says why not.
-bool canWriteFile(const char* path) {
-  if (access(path, F_OK) == 0) return access(path, W_OK) == 0;
-  std::string dir(path);
-  const size_t slash = dir.find_last_of('/');
-  dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
-  return access(dir.c_str(), W_OK | X_OK) == 0;
 }
 
 std::vector<std::string> splitList(const char* s) {
@@ -202,6 +193,16 @@ const char* canonical(const std::string& arg) {
 }
 
 }  // namespace
+
+bool canWriteFile(const char* path) {
+  errno = 0;
+  struct stat st;
+  if (stat(path, &st) == 0) return !S_ISDIR(st.st_mode) && access(path, W_OK) == 0;
+  std::string dir(path);
+  const size_t slash = dir.find_last_of('/');
+  dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+  return access(dir.c_str(), W_OK | X_OK) == 0;
+}
 
 const char* algoName(int algo) {
   const char* name = tacoAlgoName((tacoAlgo_t)algo);
@@ -299,9 +300,7 @@ int parseArgs(int argc, char** argv, Options* o) {
       o->graphIters = (int)iv;
     } else if (n == "--output_file") {
       if (*v == '\0') return usageError("%s: empty file name", arg.c_str());
-      // Written at the end of the run: a path that cannot be written is said now, not after it.
-      if (!canWriteFile(v)) return usageError("%s: cannot write '%s': %s", arg.c_str(), v, strerror(errno));
-      o->jsonPath = v;
+      o->jsonPath = v;  // rank 0 checks it can write there once the ranks are known (main)
     } else if (n == "--datatype") {
       o->dtypes.clear();
       for (const std::string& s : splitList(v)) {

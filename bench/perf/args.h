@@ -15,6 +15,9 @@ enum Coll { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAlltoAll = 3, k
 const char* collName(Coll c);
 // The name of a tacoAlgo_t as --algo spells it (tacoAlgoName), "?" for anything else.
 const char* algoName(int algo);
+// Whether a file may be written at `path` (an existing file that is not a directory, or a new one
+// in an existing directory), without creating it; errno says why not (0: a directory).
+bool canWriteFile(const char* path);
 
 struct Options {
   size_t minBytes = 32u << 20;      // -b

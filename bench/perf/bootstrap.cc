@@ -62,14 +62,6 @@ Boot bootstrap(int* argc, char*** argv) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, b.rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &b.localRank);
   MPI_Comm_free(&local);
-  // One MPI rank where a launcher says there are several (torchrun, or srun without PMI): each
-  // process would run a one-rank job of its own and report it as a success.
-  if (b.size == 1)
-    for (const char* v : {"WORLD_SIZE", "SLURM_STEP_NUM_TASKS"})
-      if (envInt(v, 1) > 1)
-        fatalCode(2, "MPI reports one rank, but %s=%d: taco_perf was launched without MPI (torchrun, or srun "
-                     "without PMI); launch it with mpirun or srun --mpi, or use a build without MPI",
-                  v, envInt(v, 1));
 #else
   (void)argc;
   (void)argv;
@@ -94,6 +86,24 @@ Boot bootstrap(int* argc, char*** argv) {
 #endif
   gWorldRank = b.rank;
   return b;
+}
+
+void checkLaunch(const Boot& b, bool loopback) {
+#ifdef TACO_PERF_MPI
+  // One MPI rank where a launcher says there are several (torchrun, srun without PMI, another
+  // MPI's mpirun): each process would run a one-rank job of its own and report it as a success.
+  // --loopback runs in one process anyway: a WORLD_SIZE it inherits (a torchrun job's) is no sign.
+  if (b.size == 1 && !loopback)
+    for (const char* v : {"WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+      if (envInt(v, 1) > 1)
+        fatalCode(2, "MPI reports one rank, but %s=%d: taco_perf was launched without this MPI (torchrun, srun "
+                     "without PMI, or another MPI's launcher); launch it with this MPI's mpirun or srun --mpi, or "
+                     "use a build without MPI",
+                  v, envInt(v, 1));
+#else
+  (void)b;
+  (void)loopback;
+#endif
 }
 
 void finalizeBoot() {

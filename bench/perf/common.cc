@@ -26,6 +26,7 @@
 // built with it) or --id-file only hands the NCCL unique ids around: timings,
 // errors and checksums are combined across ranks with a plain tacoAllGather.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -534,6 +535,10 @@ int main(int argc, char** argv) {
   }
   c.boot = bootstrap(&argc, &argv);
   c.loopback = c.o.loopback > 0;
+  checkLaunch(c.boot, c.loopback);
+  // -J is written by rank 0 at the end: a path it cannot write is said now, not after the run.
+  if (c.boot.rank == 0 && !c.o.jsonPath.empty() && !canWriteFile(c.o.jsonPath.c_str()))
+    fatalCode(2, "-J: cannot write '%s': %s", c.o.jsonPath.c_str(), errno != 0 ? strerror(errno) : "a directory");
   if (c.loopback && c.boot.size > 1)
     fatalCode(2, "--loopback runs every rank in one process: launch one process, not %d", c.boot.size);
   c.P = c.loopback ? c.o.loopback : c.boot.size;

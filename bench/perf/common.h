@@ -41,6 +41,8 @@ struct Boot {  // this process in the job (bootstrap.cc)
 };
 // MPI_Init, or rank/size/local rank from the launcher's environment.
 Boot bootstrap(int* argc, char*** argv);
+// After bootstrap, knowing --loopback: refuses a launch that cannot be what it looks like (exit 2).
+void checkLaunch(const Boot& b, bool loopback);
 void finalizeBoot();
 // Rank 0 creates `n` unique ids; every rank ends with the same ids (MPI_Bcast or --id-file).
 std::vector<tacoUniqueId> shareUniqueIds(const Boot& b, const Options& o, int n);

@@ -3,8 +3,9 @@
 The C host twin and the CUDA kernels match this file bit for bit on FP8/INT
 codes, scales and decompressed values (NaN payload bits excepted: every NaN
 the library writes is the canonical 0x7fc00000 for scales and 0x7f for FP8
-codes; non-finite outputs are compared as NaN). The bf16 codec's wire holds
-NaN as 0x7fff, whatever the input NaN's sign and payload, as here. See docs/codecs.md for the
+codes; non-finite outputs are compared as NaN). The bf16 codec's wire, and codec
+none's for 16-bit data, hold NaN as 0x7fff whatever the input NaN's sign and
+payload, as here. See docs/codecs.md for the
 math and docs/format.md for the wire layout.
 
 Per block of B elements (fp32 arithmetic, each line one IEEE-rounded op):
@@ -328,7 +329,11 @@ def _to_wire(c: _Codec, v: np.ndarray, dtype) -> np.ndarray:
     +-0x7F7F; NaN and Inf stay. 16-bit data cannot reach it, and a sum of it that does is Inf,
     as in the dtype itself. `none` is the dtype itself."""
     if c.fmt != "bf16":
-        return v.astype(np.dtype(dtype))
+        w = v.astype(np.dtype(dtype))
+        if w.dtype == np.float32:
+            return w
+        # 16-bit data goes through fp32 in the library, whose conversion back writes every NaN as 0x7FFF
+        return np.where(np.isnan(w), np.uint16(0x7FFF), w.view(np.uint16)).astype(np.uint16).view(w.dtype)
     v = v.astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):  # NaN and values past bf16's range are meant
         if np.dtype(dtype) != np.float32:  # 16-bit data: a sum past bf16's range is Inf in the dtype too

@@ -66,8 +66,6 @@ expect(2 "error: --seed: 'seven' is not an unsigned integer" --seed seven)
 expect(2 "error: --seed: '010x' is not an unsigned integer" --seed 010x)
 expect(2 "error: --seed: '0x10' is not an unsigned integer" --seed 0x10)
 expect(2 "error: --seed: ' -1' is not an unsigned integer" "--seed= -1")
-# -J: a path that cannot be written is refused at the start, not after the run
-expect(2 "error: -J: cannot write '/nonexistent-dir/x.json': No such file or directory" -J /nonexistent-dir/x.json)
 # Names
 expect(2 "error: unknown option '--bogus'" --bogus)
 expect(2 "error: unknown option '-x'" -x 3)
@@ -101,13 +99,16 @@ foreach(algo auto plain staged fused oneshot oneshot-raw)
   expect(1 "no usable CUDA device" -o all -C taco,none --algo ${algo} --loopback 2)
 endforeach()
 # A batch script's SLURM_PROCID and SLURM_NTASKS (no srun step) do not make its one process rank 0
-# of several: --loopback runs (and stops at the missing GPU, not at "launch one process"). srun's
-# SLURM_STEP_NUM_TASKS does (exit 2 on the non-MPI build, which reads the environment).
+# of several: --loopback runs (and stops at the missing GPU, not at "launch one process").
 set(ENV{SLURM_PROCID} "0")
 set(ENV{SLURM_NTASKS} "8")
 expect(1 "no usable CUDA device" --loopback 2)
 unset(ENV{SLURM_NTASKS})
 unset(ENV{SLURM_PROCID})
+# -J: a path rank 0 cannot write, or a directory, is refused before the run (after the arguments
+# and the launch are known: only rank 0 writes it), not after it.
+expect(2 "error: -J: cannot write '/nonexistent-dir/x.json': No such file or directory" -J /nonexistent-dir/x.json --loopback 2)
+expect(2 "error: -J: cannot write '/tmp': a directory" -J /tmp --loopback 2)
 unset(ENV{CUDA_VISIBLE_DEVICES})
 
 message(STATUS "${_passed} passed, ${_failed} failed")
