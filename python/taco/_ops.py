@@ -153,6 +153,12 @@ def _all_reduce_(input, reduce_op, comm):
     avg = _reduce_op(reduce_op, "all_reduce_")
     c = _communicator(comm, "all_reduce_")
     _check_grad_write(input, "all_reduce_", "input")
+    with torch.no_grad():  # no gradient, as documented: the average's division and a copy back recorded one
+        _all_reduce_write(input, avg, c)
+    bump_version(input)  # below autograd, torch's own writes here do not count either
+
+
+def _all_reduce_write(input, avg, c):
     if input.is_contiguous():
         c.allreduce(input, out=input)
         if avg:
@@ -163,7 +169,6 @@ def _all_reduce_(input, reduce_op, comm):
         if avg:
             tmp.div_(_fast._nranks(c))
         input.copy_(tmp)
-    bump_version(input)  # below autograd, torch's own writes here do not count either
 
 
 def _rs_shape(input, group_size):
@@ -194,12 +199,13 @@ def _check_grad_write(t, op: str, arg: str) -> None:
 
 def _into(out, fn, avg_by=None):
     """Run fn(out_or_contiguous_copy) and leave the result in `out`."""
-    dst = out if out.is_contiguous() else out.new_empty(out.shape)
-    fn(dst)
-    if avg_by:
-        dst.div_(avg_by)
-    if dst is not out:
-        out.copy_(dst)
+    with torch.no_grad():  # no gradient, as documented: the division and a copy back recorded one
+        dst = out if out.is_contiguous() else out.new_empty(out.shape)
+        fn(dst)
+        if avg_by:
+            dst.div_(avg_by)
+        if dst is not out:
+            out.copy_(dst)
     bump_version(out)  # below autograd, torch's own writes here do not count either
 
 

@@ -125,6 +125,12 @@ class _Works(dist.Work):
         return self._result
 
 
+def _some(op: str, tensors) -> None:
+    """A collective's tensor list is not empty (an IndexError said nothing of it)."""
+    if not tensors:
+        raise ValueError(f"taco backend: {op}: tensors is an empty list")
+
+
 class ProcessGroupTaco(dist.ProcessGroup):
     """A process group of the "taco" backend (see the module docstring). Created by
     dist.new_group(..., backend="taco") or dist.init_process_group("taco")."""
@@ -249,14 +255,15 @@ class ProcessGroupTaco(dist.ProcessGroup):
     # ---------------------------------------------------------------- collectives
     def allreduce(self, tensors, opts=None):
         opts = opts if opts is not None else dist.AllreduceOptions()
+        _some("allreduce", tensors)
         if len(tensors) == 1 and self._takes(tensors[0]):
             avg = self._avg(opts.reduceOp)
             if avg is not None:
                 t = tensors[0]
                 with torch.no_grad():  # as torch's backends: a collective is no autograd operation
                     self.communicator().allreduce(t, out=t)
-                if avg:
-                    t.div_(self._size)
+                    if avg:  # (the average's division too: outside, autograd recorded it)
+                        t.div_(self._size)
                 return self._done("allreduce", tensors, t)
         return self._delegate("allreduce", tensors[0]).allreduce(tensors, opts)
 
@@ -268,8 +275,8 @@ class ProcessGroupTaco(dist.ProcessGroup):
             if avg is not None:
                 with torch.no_grad():
                     self.communicator().reduce_scatter(input, out=output)
-                if avg:
-                    output.div_(self._size)
+                    if avg:
+                        output.div_(self._size)
                 return self._done("reduce_scatter_tensor", [output], output)
         return self._delegate("reduce_scatter_tensor", input)._reduce_scatter_base(output, input, opts)
 
@@ -317,6 +324,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
 
     def allreduce_coalesced(self, tensors, opts=None):
         opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
+        _some("allreduce_coalesced", tensors)
         return self._delegate("allreduce_coalesced", tensors[0]).allreduce_coalesced(tensors, opts)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):

@@ -344,7 +344,7 @@ def _as_tp(tp) -> TPGroup:
         return TPGroup([tp])
     if isinstance(tp, (list, tuple)) and tp and all(isinstance(c, Communicator) for c in tp):
         return TPGroup(tp)
-    raise TypeError(f"expected a TPGroup, a taco.Communicator or a list of loopback communicators, "
+    raise TypeError(f"tp: expected a TPGroup, a taco.Communicator or a list of loopback communicators, "
                     f"got {type(tp).__name__}")
 
 
@@ -507,8 +507,13 @@ class ColumnParallelLinear(_TPLinear):
         # Under autocast F.linear casts its input after copy_to_tp_region, so the
         # backward AllReduce would carry fp32 gradients; cast first, as Megatron's
         # bf16 activations are, so the gradient crosses the wire in the autocast dtype.
-        if torch.is_autocast_enabled(x.device.type) and x.is_floating_point():
-            x = x.to(torch.get_autocast_dtype(x.device.type))
+        # x: one tensor, or a list of one per local rank (copy_to_tp_region takes both)
+        def autocast(t):
+            if torch.is_autocast_enabled(t.device.type) and t.is_floating_point():
+                return t.to(torch.get_autocast_dtype(t.device.type))
+            return t
+
+        x = [autocast(t) for t in x] if isinstance(x, (list, tuple)) else autocast(x)
         xs = copy_to_tp_region(x, self.tp)
         return [F.linear(xi, w, self.biases[i] if self.has_bias else None)
                 for i, (xi, w) in enumerate(zip(xs, self.weights))]

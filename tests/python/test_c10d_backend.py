@@ -262,3 +262,17 @@ def test_the_collectives_it_routes_run_outside_autograd(monkeypatch):
     pg._reduce_scatter_base(p, torch.ones(4))
     pg._allgather_base(p, torch.ones(4))
     assert seen == [False, False, False] and torch.is_grad_enabled()
+    # The average's division too: outside no_grad it raised on such a leaf (after the sum was
+    # written) and was recorded on any other tensor (DivBackward0).
+    avg = dist.AllreduceOptions()
+    avg.reduceOp = dist.ReduceOp.AVG
+    pg.allreduce([p], avg)
+    y = torch.ones(4, requires_grad=True) * 1
+    g0 = y.grad_fn
+    pg.allreduce([y], avg)
+    assert y.grad_fn is g0
+    rs = dist.ReduceScatterOptions()
+    rs.reduceOp = dist.ReduceOp.AVG
+    pg._reduce_scatter_base(p, torch.ones(4), rs)
+    with pytest.raises(ValueError, match="taco backend: allreduce: tensors is an empty list"):
+        pg.allreduce([])

@@ -478,6 +478,26 @@ def test_in_place_forms_refuse_a_leaf_that_requires_grad(case):
     assert not torch.equal(leaf.detach(), torch.ones(*shape))
 
 
+@pytest.mark.parametrize("op", ["sum", "avg"])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_in_place_forms_record_nothing_in_autograd(op, contiguous):
+    """The mutating operators have no gradient formula: what flows back through a tensor they wrote
+    does not depend on the op or the layout. The average's division and the copy back into a
+    non-contiguous tensor were recorded: the gradient was 1/P with avg (and 1 in compiled code),
+    and 0 through a non-contiguous reduce_scatter_into."""
+    m = RawMirror(4)
+    a = torch.ones(3, 2, requires_grad=True)
+    y = a * 1 if contiguous else (a * 1).t()
+    torch.ops.taco.all_reduce_(y, op, m.group_name)
+    y.sum().backward()
+    assert torch.equal(a.grad, torch.ones(3, 2))
+    o = torch.zeros(2, 3, requires_grad=True)
+    w = o * 1 if contiguous else (o * 1).t().contiguous().t()
+    torch.ops.taco.reduce_scatter_into(w, torch.ones(8, 3), op, m.group_name)
+    w.sum().backward()
+    assert torch.equal(o.grad, torch.ones(2, 3))
+
+
 def test_taco_torch_all_reduce_refuses_a_leaf_and_bumps_the_version():
     m = RawMirror(4)
     leaf = torch.ones(4, requires_grad=True)

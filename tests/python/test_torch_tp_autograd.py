@@ -54,3 +54,22 @@ def test_shapes_must_divide():
         tt.ColumnParallelLinear(8, 10, ExactTP(4), device="cpu")
     with pytest.raises(ValueError, match="local ranks"):
         tt.RowParallelLinear(8, 8, ExactTP(2), device="cpu")([torch.zeros(1, 4)])
+
+
+def test_column_parallel_takes_a_list_under_autocast_too():
+    """ColumnParallelLinear takes one tensor per local rank (as copy_to_tp_region does; its
+    autocast cast read x.device of the list); RowParallelLinear adds its fp32 bias after the
+    autocast-dtype sum, so its output is fp32, as documented."""
+    torch.manual_seed(0)
+    tp = ExactTP(2)
+    c1 = tt.ColumnParallelLinear(8, 16, tp, device="cpu")
+    c2 = tt.RowParallelLinear(16, 8, tp, device="cpu")
+    x = torch.randn(4, 8)
+    ys = c1([x, x.clone()])
+    torch.testing.assert_close(ys[0], c1(x)[0])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert c1(x)[0].dtype == torch.bfloat16
+        assert c1([x, x])[1].dtype == torch.bfloat16
+        assert c2(c1(x)).dtype == torch.float32
+    with pytest.raises(TypeError, match="tp: expected a TPGroup"):
+        tt.copy_to_tp_region(x, 3)
