@@ -472,13 +472,21 @@ def check_writable(b: Buf, name: str) -> None:
 
 def check_grad_write(t: Any, name: str) -> None:
     """Refuse to write into torch tensor `t` in place where torch would: a leaf that requires grad,
-    with grad mode on (the write goes through its pointer, which autograd cannot see)."""
-    if t.requires_grad and t.is_leaf:
-        import torch
+    or a view of one, with grad mode on (the write goes through its pointer, which autograd cannot
+    see)."""
+    if not t.requires_grad:
+        return
+    import torch
 
-        if torch.is_grad_enabled():
-            raise _invalid(f"{name}: is a leaf tensor that requires grad; it cannot be written in place "
-                           f"(use torch.no_grad(), or pass a tensor that does not require grad)")
+    if not torch.is_grad_enabled():
+        return
+    if t.is_leaf:
+        raise _invalid(f"{name}: is a leaf tensor that requires grad; it cannot be written in place "
+                       f"(use torch.no_grad(), or pass a tensor that does not require grad)")
+    base = getattr(t, "_base", None)
+    if base is not None and base.is_leaf and base.requires_grad:
+        raise _invalid(f"{name}: is a view of a leaf tensor that requires grad; it cannot be written in place "
+                       f"(use torch.no_grad(), or pass a tensor that does not require grad)")
 
 
 def mark_written(b: Buf | None) -> None:

@@ -153,7 +153,10 @@ def _all_reduce_(input, reduce_op, comm):
     avg = _reduce_op(reduce_op, "all_reduce_")
     c = _communicator(comm, "all_reduce_")
     _check_grad_write(input, "all_reduce_", "input")
-    with torch.no_grad():  # no gradient, as documented: the average's division and a copy back recorded one
+    if avg or not input.is_contiguous():  # torch ops run here, which autograd would record
+        with torch.no_grad():
+            _all_reduce_write(input, avg, c)
+    else:
         _all_reduce_write(input, avg, c)
     bump_version(input)  # below autograd, torch's own writes here do not count either
 
@@ -199,14 +202,21 @@ def _check_grad_write(t, op: str, arg: str) -> None:
 
 def _into(out, fn, avg_by=None):
     """Run fn(out_or_contiguous_copy) and leave the result in `out`."""
-    with torch.no_grad():  # no gradient, as documented: the division and a copy back recorded one
-        dst = out if out.is_contiguous() else out.new_empty(out.shape)
-        fn(dst)
-        if avg_by:
-            dst.div_(avg_by)
-        if dst is not out:
-            out.copy_(dst)
+    if avg_by or not out.is_contiguous():  # torch ops run here, which autograd would record
+        with torch.no_grad():
+            _into_write(out, fn, avg_by)
+    else:
+        fn(out)
     bump_version(out)  # below autograd, torch's own writes here do not count either
+
+
+def _into_write(out, fn, avg_by):
+    dst = out if out.is_contiguous() else out.new_empty(out.shape)
+    fn(dst)
+    if avg_by:
+        dst.div_(avg_by)
+    if dst is not out:
+        out.copy_(dst)
 
 
 def _rs_into_checks(out, input, reduce_op, comm):

@@ -303,6 +303,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
     # that way, none of 100 on a plain gloo group; the backends' bindings release the GIL.
     def broadcast(self, tensors, opts=None):
         opts = opts if opts is not None else dist.BroadcastOptions()
+        _some("broadcast", tensors)
         return self._delegate("broadcast", tensors[0]).broadcast(tensors, opts)
 
     def barrier(self, opts=None):
@@ -320,6 +321,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         opts = opts if opts is not None else AllgatherOptions()
+        _some("allgather", input_tensors)
         return self._delegate("allgather", input_tensors[0]).allgather(output_tensors, input_tensors, opts)
 
     def allreduce_coalesced(self, tensors, opts=None):
@@ -329,6 +331,7 @@ class ProcessGroupTaco(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         opts = opts if opts is not None else dist.ReduceScatterOptions()
+        _some("reduce_scatter", output_tensors)
         return self._delegate("reduce_scatter", output_tensors[0]).reduce_scatter(output_tensors, input_tensors, opts)
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
@@ -337,14 +340,17 @@ class ProcessGroupTaco(dist.ProcessGroup):
                                                                           input_split_sizes, opts)
 
     def send(self, tensors, dstRank, tag):  # noqa: N803 - the trampoline's keyword names
+        _some("send", tensors)
         return self._delegate("send", tensors[0]).send(tensors, dstRank, tag)
 
     def recv(self, tensors, srcRank, tag):  # noqa: N803
+        _some("recv", tensors)
         return self._delegate("recv", tensors[0]).recv(tensors, srcRank, tag)
 
     def _coalesced(self, op: str, single: str, outputs, inputs, opts):
         """outputs[i] from inputs[i] by the backend's `single` (_allgather_base or
         _reduce_scatter_base), as one group where the backend coalesces (NCCL)."""
+        _some(op, inputs)
         b = self._delegate(op, inputs[0])
         if getattr(b, "supports_coalescing", False):
             b._start_coalescing()

@@ -155,11 +155,24 @@ def communicator_from_process_group(group=None, codec: str | None = None, *, sha
 
     Collective: every rank of the group calls it (the first time). Call
     `destroy_communicators()` before `dist.destroy_process_group()`.
+
+    A "taco" group (taco.c10d) gives its own communicator, made with its pg_options: `codec`
+    must then be its codec (or None) and no other option may be given.
     """
     import torch.distributed as dist
 
     if share_nccl is not None and not isinstance(share_nccl, bool):  # "no" would read as True: require
         raise TypeError(f"share_nccl: expected True, False or None, got {type(share_nccl).__name__} {share_nccl!r}")
+    # A "taco" group has a communicator of its own, made with the group's options: a second one here
+    # would compress with other settings than dist.all_reduce on the same group does.
+    if _c10d is not None and isinstance(group, _c10d.ProcessGroupTaco):
+        if config or share_nccl is not None:
+            raise ValueError(f"a 'taco' process group's communicator has the group's options (pg_options="
+                             f"taco.c10d.Options(...)); {sorted(config) + (['share_nccl'] if share_nccl is not None else [])}"
+                             f" cannot change them here")
+        comm = group.communicator()
+        _same_codec(comm, codec)
+        return comm
     if not dist.is_initialized():
         raise RuntimeError("taco.torch: torch.distributed is not initialised (dist.init_process_group)")
     pg = group if group is not None else dist.group.WORLD

@@ -237,6 +237,35 @@ def test_a_gloo_world_delegates_cpu_collectives(tmp_path, world):
                                   "all_to_all_single": 1, "all_gather_single_coalesced": 1, **p2p}
 
 
+def test_taco_torch_uses_a_taco_groups_own_communicator(monkeypatch):
+    """tt.all_reduce(x, group=g) and TPGroup.from_process_group(g) on a "taco" group take the
+    group's communicator (made with its pg_options), not a second one made with codec=None."""
+    import datetime
+
+    import taco.torch as tt
+
+    pg = tc.ProcessGroupTaco(dist.HashStore(), 0, 1, datetime.timedelta(seconds=30), tc.Options(codec="fp8-block"))
+
+    class Own(taco.comm.Communicator):
+        def __init__(self):
+            super().__init__(None, "stand-in")
+
+        config = property(lambda self: {"codec": "fp8-block"})
+        closed = property(lambda self: False)
+        size = property(lambda self: 1)
+        rank = property(lambda self: 0)
+
+    own = Own()
+    monkeypatch.setattr(pg, "communicator", lambda: own)
+    assert tt.communicator_from_process_group(pg) is own
+    assert tt.communicator_from_process_group(pg, "fp8-block") is own
+    assert tt.TPGroup.from_process_group(pg).comms == [own]
+    with pytest.raises(ValueError, match="has the group's options"):
+        tt.communicator_from_process_group(pg, chunk_bytes=1 << 20)
+    with pytest.raises(taco.InvalidArgumentError, match="codec"):
+        tt.communicator_from_process_group(pg, "taco")
+
+
 def test_the_collectives_it_routes_run_outside_autograd(monkeypatch):
     """As torch's own backends: dist.all_reduce(param) on a leaf that requires grad is a collective,
     not an autograd operation, so the binding's refusal of such a write (grad mode on) must not

@@ -228,6 +228,10 @@ def test_a_leaf_that_requires_grad_is_not_written_by_the_fast_path(fake):
     assert _fast.call(fake.comm, _fast.ALLREDUCE, x, leaf, None, None) is _fast.SLOW
     assert _fast.call(fake.comm, _fast.ALLREDUCE, leaf, leaf, None, None) is _fast.SLOW
     assert not fake.ar.calls
+    # a view of such a leaf too (torch refuses leaf[0].mul_(2) as well)
+    root = torch.randn(6, 4).to(torch.bfloat16).requires_grad_()
+    assert _fast.call(fake.comm, _fast.ALLREDUCE, x[0], root.as_subclass(DevTensor)[0], None, None) is _fast.SLOW
+    assert not fake.ar.calls
     with torch.no_grad():  # as torch allows
         assert fake.comm.allreduce(x, out=leaf) is leaf
     assert len(fake.ar.calls) == 1

@@ -473,6 +473,12 @@ def test_in_place_forms_refuse_a_leaf_that_requires_grad(case):
     with pytest.raises(taco.InvalidArgumentError, match=f"taco::{op}: {arg}: is a leaf tensor that requires grad"):
         call(leaf)
     assert torch.equal(leaf.detach(), torch.ones(*shape))  # nothing was written
+    # a view of such a leaf too, as torch refuses leaf[0].mul_(2) (with avg, torch's own division
+    # refused it only after the write; with sum it went through)
+    big = torch.ones(2, *shape, requires_grad=True)
+    with pytest.raises(taco.InvalidArgumentError, match=f"taco::{op}: {arg}: is a view of a leaf tensor"):
+        call(big[0])
+    assert torch.equal(big.detach(), torch.ones(2, *shape))
     with torch.no_grad():  # as torch allows
         call(leaf)
     assert not torch.equal(leaf.detach(), torch.ones(*shape))
@@ -481,10 +487,11 @@ def test_in_place_forms_refuse_a_leaf_that_requires_grad(case):
 @pytest.mark.parametrize("op", ["sum", "avg"])
 @pytest.mark.parametrize("contiguous", [True, False])
 def test_in_place_forms_record_nothing_in_autograd(op, contiguous):
-    """The mutating operators have no gradient formula: what flows back through a tensor they wrote
-    does not depend on the op or the layout. The average's division and the copy back into a
-    non-contiguous tensor were recorded: the gradient was 1/P with avg (and 1 in compiled code),
-    and 0 through a non-contiguous reduce_scatter_into."""
+    """The mutating operators have no gradient formula, and what flows back through a tensor they
+    wrote does not depend on the op or the layout: PyTorch's fallback passes it to the earlier
+    contents unchanged (not the collective's gradient: api.md says so). The average's division and
+    the copy back into a non-contiguous tensor were recorded: the gradient was 1/P with avg (and 1
+    in compiled code), and 0 through a non-contiguous reduce_scatter_into."""
     m = RawMirror(4)
     a = torch.ones(3, 2, requires_grad=True)
     y = a * 1 if contiguous else (a * 1).t()
