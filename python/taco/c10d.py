@@ -93,6 +93,14 @@ class _Work(dist.Work):
                 cur.wait_stream(torch.cuda.get_stream_from_external(self._stream, self._device))
         return True
 
+    def is_completed(self) -> bool:
+        """Whether the collective has run on the device: its stream has nothing left to run (that
+        stream's later work too, so it may answer later than the collective ended, never early).
+        The base class's answer was False for ever, so a loop polling it never ended."""
+        if self._device.type != "cuda":
+            return True
+        return torch.cuda.get_stream_from_external(self._stream, self._device).query()
+
     def get_future(self) -> torch.futures.Future:
         fut = torch.futures.Future(devices=[self._device] if self._device.type == "cuda" else None)
         fut.set_result(self._result)
@@ -116,6 +124,9 @@ class _Works(dist.Work):
 
     def wait(self, timeout: timedelta = timedelta(0)) -> bool:
         return all([w.wait(timeout) for w in self._works])
+
+    def is_completed(self) -> bool:
+        return all([w.is_completed() for w in self._works])
 
     def get_future(self) -> torch.futures.Future:
         result = self._result

@@ -237,6 +237,14 @@ def test_a_gloo_world_delegates_cpu_collectives(tmp_path, world):
                                   "all_to_all_single": 1, "all_gather_single_coalesced": 1, **p2p}
 
 
+def test_a_routed_work_reports_completion():
+    """is_completed() was the base class's False for ever (a polling loop never ended): a CPU
+    Work is complete; a CUDA one asks its stream (a GPU test's case)."""
+    w = tc._Work([torch.ones(2)], torch.device("cpu"), 0)
+    assert w.is_completed() and w.wait()
+    assert tc._Works([w, tc._Work([], torch.device("cpu"), 0)], []).is_completed()
+
+
 def test_taco_torch_uses_a_taco_groups_own_communicator(monkeypatch):
     """tt.all_reduce(x, group=g) and TPGroup.from_process_group(g) on a "taco" group take the
     group's communicator (made with its pg_options), not a second one made with codec=None."""
