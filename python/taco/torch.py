@@ -430,11 +430,18 @@ def copy_to_tp_region(x, tp) -> list:
     local rank. `tp`: a TPGroup or a taco.Communicator. Returns a list with one
     tensor per local rank."""
     tp = _as_tp(tp)
+    # Without a gradient to carry the forward is views alone, with no autograd Function: Dynamo
+    # could not trace the Function there for a list (it set ctx fields on a constant).
+    grad = torch.is_grad_enabled()
     if isinstance(x, torch.Tensor):
+        if not (grad and x.requires_grad):
+            return [x.view_as(x) for _ in range(tp.num_local)]
         return list(_CopyToTP.apply(_name_of(tp), tp.num_local, True, x))
     xs = list(x)
     if len(xs) != tp.num_local:
         raise ValueError(f"copy_to_tp_region: {len(xs)} tensors for {tp.num_local} local ranks")
+    if not (grad and any(t.requires_grad for t in xs)):
+        return [t.view_as(t) for t in xs]
     return list(_CopyToTP.apply(_name_of(tp), tp.num_local, False, *xs))
 
 

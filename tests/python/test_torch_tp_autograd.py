@@ -73,3 +73,17 @@ def test_column_parallel_takes_a_list_under_autocast_too():
         assert c2(c1(x)).dtype == torch.float32
     with pytest.raises(TypeError, match="tp: expected a TPGroup"):
         tt.copy_to_tp_region(x, 3)
+
+
+def test_a_list_into_the_tp_region_compiles_without_a_gradient():
+    """With nothing to carry a gradient the copy into the TP region is views alone: Dynamo could not
+    trace its autograd Function for a list input (it set ctx fields on a constant)."""
+    tp = ExactTP(2)
+    c1 = tt.ColumnParallelLinear(8, 16, tp, device="cpu")
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    with torch.no_grad():
+        eager = c1([a, b])
+        compiled = torch.compile(lambda a, b: c1([a, b]), fullgraph=True, backend="eager")(a, b)
+    assert all(torch.equal(x, y) for x, y in zip(eager, compiled))
+    xs = torch.compile(lambda a, b: tt.copy_to_tp_region([a, b], tp), fullgraph=True, backend="eager")(a, b)
+    assert torch.equal(xs[0], a) and torch.equal(xs[1], b)
