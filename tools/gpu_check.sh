@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU check for a machine without network access (the shared H200 machine):
 #   bash tools/gpu_check.sh [--groups] [pytest args]
-# Builds $BUILD_DIR (default build-gpu/; sm_90 unless CUDAARCHS is set), then runs the codec benchmark (every codec,
+# Builds $BUILD_DIR (else $TACO_BUILD_DIR, else build-gpu/; sm_90 unless CUDAARCHS is set), then runs the codec benchmark (every codec,
 # bf16 and fp32, 2^28 elements; without a GPU the host table), the host C tests and `pytest -m gpu`. Python packages the
 # machine lacks are taken from wheels in .whl/ (installed into /tmp/site); logs and the benchmark
 # JSON go to $OUT (default ./gpu-check), and all of them into $OUT/gpu-check.tgz (for machines that
@@ -87,7 +87,7 @@ else
   export PYTHONPATH="$ROOT/python:$ROOT/bench/python"  # the library's package and the harness (taco_bench)
 fi
 t0=$(date +%s)
-BUILD_DIR="${BUILD_DIR:-build-gpu}"
+BUILD_DIR="${BUILD_DIR:-${TACO_BUILD_DIR:-build-gpu}}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDAARCHS:-90}" \
   -DPython3_EXECUTABLE="$(command -v "$PY")" -DTACO_BUILD_TESTS=ON -DTACO_BUILD_BENCH=ON > "$OUT/build.log" 2>&1 &&
   cmake --build "$BUILD_DIR" -j"${TACO_JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }

@@ -107,12 +107,14 @@ def info(out=sys.stdout) -> int:
     import taco
 
     p = lambda *a: print(*a, file=out)  # noqa: E731
-    p(f"taco (python)     {taco.__version__} at {os.path.dirname(taco.__file__)}")
-    try:
-        p(f"header            {_lib.header_path()}")
+    try:  # the header first: taco.__version__ is read from it
+        header = _lib.header_path()
     except _lib.LibraryNotFoundError as e:
+        p(f"taco (python)     at {os.path.dirname(taco.__file__)}")
         p(f"header            not found: {e}")
         return 1
+    p(f"taco (python)     {taco.__version__} at {os.path.dirname(taco.__file__)}")
+    p(f"header            {header}")
     rc = 0
     try:
         lib = _lib.lib()

@@ -258,7 +258,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--file", default=None, metavar="PATH", help="the cache file (sets TACO_TUNE_FILE)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw speedup over plain against size (matplotlib)")
     p.add_argument("-J", "--json", default=None, metavar="PATH", help="also write the tables as JSON")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of a library error (also with TACO_DEBUG set)")
     return p
+
+
+def _writable(path: str) -> bool:
+    """Whether a file may be written at `path` (without creating it)."""
+    if os.path.isdir(path):
+        return False
+    if os.path.exists(path):
+        return os.access(path, os.W_OK)
+    return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK | os.X_OK)
 
 
 def _launcher() -> str:
@@ -299,6 +310,30 @@ def _communicators(launcher: str, loopback: int | None, config: dict) -> tuple[l
 
 def main(argv: list[str] | None = None, prog: str = "python -m taco tune") -> int:
     args = _parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(args, prog)
+    except Exception as e:  # the library's errors, and files: one line (a traceback with --debug)
+        from .errors import TacoError
+
+        if not isinstance(e, (TacoError, OSError)) or args.debug or os.environ.get("TACO_DEBUG"):
+            raise
+        print(f"{prog}: error: {e} (--debug shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _main(args: argparse.Namespace, prog: str) -> int:
+    if args.codec is not None:  # refused now, naming --codec, rather than by every rank's creation
+        from .codec import find_codec
+
+        try:
+            find_codec(args.codec)
+        except (ValueError, TypeError) as e:
+            print(f"{prog}: error: --codec: {e}", file=sys.stderr)
+            return 2
+    for opt, path in (("-J", args.json), ("--plot", args.plot)):
+        if path is not None and not _writable(path):  # written after the whole measurement
+            print(f"{prog}: error: {opt}: cannot write '{path}'", file=sys.stderr)
+            return 2
     launcher = _launcher()
     if not args.loopback and not launcher:
         print(f"{prog}: error: run one process per GPU under mpirun or torchrun, or pass --loopback N to emulate "

@@ -44,6 +44,11 @@ def _one_line(err: str) -> str:
     (["bench"], "python -m taco bench", "choose a benchmark: codec, coll"),
     (["accuracy", "--P", "0"], "python -m taco accuracy", "argument --P: must be >= 2, got '0'"),
     (["train", "--tp", "0"], "python -m taco train", "argument --tp: must be >= 1, got '0'"),
+    # the tuner refuses what it would only meet after (or during) the measurement, on every rank
+    (["tune", "--loopback", "2", "--codec", "nope"], "python -m taco tune", "--codec: tacoInvalidArgument: codec: "
+                                                                            "'nope': unknown codec"),
+    (["tune", "--loopback", "2", "-J", "/nonexistent-dir/t.json"], "python -m taco tune",
+     "-J: cannot write '/nonexistent-dir/t.json'"),
 ])
 def test_bad_command_line_in_a_subprocess(args, prog, message):
     p = _cli(*args)
@@ -248,6 +253,24 @@ def test_closed_pipe_ends_quietly():
     sh = subprocess.run(["bash", "-c", f"'{sys.executable}' -m taco info | head -1"], capture_output=True, text=True,
                         env=env, timeout=120)
     assert sh.returncode == 0 and sh.stdout.startswith("taco (python)") and sh.stderr == "", sh
+    # the benchmark harness too (its error handler took the broken pipe for a file error: status 1)
+    p = subprocess.Popen([sys.executable, "-m", "taco", "bench", "codec", "--host", "--count", "1024"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdout.close()
+    rc = p.wait(timeout=300)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    assert (rc, err) == (141, ""), (rc, err)
+
+
+def test_info_without_the_header_is_one_line_of_it():
+    """taco.__version__ is read from the header: `info` read it before looking for the header, and a
+    missing one was a traceback."""
+    env = dict(os.environ, TACO_INCLUDE="/nonexistent", PYTHONPATH=str(Path(taco.__file__).resolve().parent.parent)
+               + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.run([sys.executable, "-m", "taco", "info"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "header            not found: TACO_INCLUDE='/nonexistent'" in p.stdout, p.stdout
 
 
 def test_out_of_memory_during_a_run_is_one_line(monkeypatch, capsys):

@@ -50,6 +50,8 @@ def run_command(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespa
     except UsageError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         raise
+    except BrokenPipeError:  # the reader of stdout went away: the CLI ends quietly (status 141)
+        raise
     except MemoryError as e:  # numpy's "Unable to allocate ..." (the library's own is a TacoError too)
         if debugging(args):
             raise
