@@ -483,10 +483,15 @@ def check_grad_write(t: Any, name: str) -> None:
     if t.is_leaf:
         raise _invalid(f"{name}: is a leaf tensor that requires grad; it cannot be written in place "
                        f"(use torch.no_grad(), or pass a tensor that does not require grad)")
-    base = getattr(t, "_base", None)
-    if base is not None and base.is_leaf and base.requires_grad:
+    if leaf_view(t):
         raise _invalid(f"{name}: is a view of a leaf tensor that requires grad; it cannot be written in place "
                        f"(use torch.no_grad(), or pass a tensor that does not require grad)")
+
+
+def leaf_view(t: Any) -> bool:
+    """Torch tensor `t` is a view of a leaf that requires grad (torch refuses it as an in-place target)."""
+    b = getattr(t, "_base", None)
+    return b is not None and b.is_leaf and b.requires_grad
 
 
 def mark_written(b: Buf | None) -> None:

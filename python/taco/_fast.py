@@ -22,6 +22,7 @@ import cffi
 import numpy as np
 
 from . import _lib
+from ._arrays import leaf_view
 
 SLOW = object()  # "not handled here": the caller takes the general path
 
@@ -205,12 +206,6 @@ def _sizes(comm, kind: int, n: int):
     return P, (n // P if kind == REDUCE_SCATTER else n), n // P
 
 
-def _leaf_view(t) -> bool:
-    """t is a view of a leaf that requires grad (written in place, torch refuses it)."""
-    b = t._base
-    return b is not None and b.is_leaf and b.requires_grad
-
-
 def _torch_call(comm, kind, x, out, dtype, stream):
     h = comm._h
     if h is None or not x.is_cuda or not x.is_contiguous() or x.is_neg():  # (the general path refuses
@@ -236,7 +231,7 @@ def _torch_call(comm, kind, x, out, dtype, stream):
                 and (out.numel() != on or out.dtype is not xdt or not out.is_cuda or out.get_device() != dev
                      or not out.is_contiguous() or _handler(type(out)) is not _torch_call)):
             return SLOW
-        if out.requires_grad and T.grad_enabled() and (out.is_leaf or _leaf_view(out)) or out.is_neg():
+        if out.requires_grad and T.grad_enabled() and (out.is_leaf or leaf_view(out)) or out.is_neg():
             return SLOW  # the general path refuses it, naming out
     if stream is None:
         s = T.raw_stream(dev)

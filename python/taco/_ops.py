@@ -40,6 +40,8 @@ communicator, which refuses it, unless `comm` names an object that takes CPU ten
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from . import _fast, comm as _comm
@@ -153,12 +155,15 @@ def _all_reduce_(input, reduce_op, comm):
     avg = _reduce_op(reduce_op, "all_reduce_")
     c = _communicator(comm, "all_reduce_")
     _check_grad_write(input, "all_reduce_", "input")
-    if avg or not input.is_contiguous():  # torch ops run here, which autograd would record
-        with torch.no_grad():
-            _all_reduce_write(input, avg, c)
-    else:
+    with _untracked(avg or not input.is_contiguous()):
         _all_reduce_write(input, avg, c)
     bump_version(input)  # below autograd, torch's own writes here do not count either
+
+
+def _untracked(torch_ops_run: bool):
+    """no_grad where the mutating operators run torch ops (a division, a copy back), which autograd
+    would record; nothing where they only call libtaco (no_grad costs a few microseconds)."""
+    return torch.no_grad() if torch_ops_run else contextlib.nullcontext()
 
 
 def _all_reduce_write(input, avg, c):
@@ -202,21 +207,14 @@ def _check_grad_write(t, op: str, arg: str) -> None:
 
 def _into(out, fn, avg_by=None):
     """Run fn(out_or_contiguous_copy) and leave the result in `out`."""
-    if avg_by or not out.is_contiguous():  # torch ops run here, which autograd would record
-        with torch.no_grad():
-            _into_write(out, fn, avg_by)
-    else:
-        fn(out)
+    with _untracked(avg_by or not out.is_contiguous()):
+        dst = out if out.is_contiguous() else out.new_empty(out.shape)
+        fn(dst)
+        if avg_by:
+            dst.div_(avg_by)
+        if dst is not out:
+            out.copy_(dst)
     bump_version(out)  # below autograd, torch's own writes here do not count either
-
-
-def _into_write(out, fn, avg_by):
-    dst = out if out.is_contiguous() else out.new_empty(out.shape)
-    fn(dst)
-    if avg_by:
-        dst.div_(avg_by)
-    if dst is not out:
-        out.copy_(dst)
 
 
 def _rs_into_checks(out, input, reduce_op, comm):
